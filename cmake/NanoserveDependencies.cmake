@@ -1,0 +1,23 @@
+# Every dependency comes from a Debian package installed by scripts/bootstrap.sh.
+find_package(Eigen3 3.4 REQUIRED NO_MODULE)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(Threads REQUIRED)
+if(NANOSERVE_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  include(GoogleTest)
+endif()
+if(NANOSERVE_BACKEND STREQUAL "sim")
+  find_package(Boost 1.74 REQUIRED COMPONENTS context)
+endif()
+
+# xxHash (libxxhash-dev) ships neither a CMake config nor a module: find it by hand.
+find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+find_library(XXHASH_LIBRARY NAMES xxhash REQUIRED)
+add_library(xxhash::xxhash UNKNOWN IMPORTED)
+set_target_properties(xxhash::xxhash PROPERTIES
+  IMPORTED_LOCATION "${XXHASH_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${XXHASH_INCLUDE_DIR}")
+
+find_package(Doxygen OPTIONAL_COMPONENTS dot)
+find_package(Git QUIET)

@@ -1,0 +1,62 @@
+#include "common/model_config.h"
+
+#include "common/error.h"
+
+namespace nanoserve {
+
+const char* to_string(RopeStyle style) {
+  return style == RopeStyle::kAdjacentPairs ? "adjacent-pairs" : "rotate-half";
+}
+
+int64_t ModelConfig::param_count() const {
+  const int64_t d = dim, h = hidden_dim, q = q_dim(), kv = kv_dim();
+  const int64_t per_layer = d                 // attention RMSNorm
+                            + q * d           // wq
+                            + 2 * kv * d      // wk, wv
+                            + d * q           // wo
+                            + d               // FFN RMSNorm
+                            + 3 * h * d;      // w1, w2, w3
+  const int64_t embedding = int64_t(vocab_size) * d;
+  return embedding + n_layers * per_layer + d + (tied_classifier ? 0 : embedding);
+}
+
+int64_t ModelConfig::kv_bytes_per_token(int bytes_per_element) const {
+  return 2LL * n_layers * n_kv_heads * head_dim * bytes_per_element;
+}
+
+namespace {
+void check_range(const std::string& source, const char* field, int64_t value, int64_t lo,
+                 int64_t hi) {
+  if (value < lo || value > hi) {
+    throw LoadError(source, field,
+                    std::to_string(value) + " is outside [" + std::to_string(lo) + ", " +
+                        std::to_string(hi) + "]");
+  }
+}
+}  // namespace
+
+void ModelConfig::validate(const std::string& source) const {
+  // Bounds are generous (Llama-3-405B fits) but reject garbage headers before any allocation.
+  check_range(source, "dim", dim, 1, 65536);
+  check_range(source, "hidden_dim", hidden_dim, 1, 262144);
+  check_range(source, "n_layers", n_layers, 1, 1024);
+  check_range(source, "n_heads", n_heads, 1, 1024);
+  check_range(source, "n_kv_heads", n_kv_heads, 1, n_heads);
+  check_range(source, "head_dim", head_dim, 2, 1024);
+  check_range(source, "vocab_size", vocab_size, 1, 1 << 24);
+  check_range(source, "max_seq_len", max_seq_len, 1, 1 << 24);
+  if (n_heads % n_kv_heads != 0) {
+    throw LoadError(source, "n_kv_heads",
+                    std::to_string(n_kv_heads) + " does not divide n_heads=" +
+                        std::to_string(n_heads));
+  }
+  if (head_dim % 2 != 0) {
+    throw LoadError(source, "head_dim", std::to_string(head_dim) + " is odd; RoPE needs pairs");
+  }
+  if (!(rope_theta > 0.0f) || !(norm_eps > 0.0f) || norm_eps > 1.0f) {
+    throw LoadError(source, rope_theta > 0.0f ? "norm_eps" : "rope_theta",
+                    "must be positive (and norm_eps <= 1)");
+  }
+}
+
+}  // namespace nanoserve

@@ -1,0 +1,60 @@
+#pragma once
+/// \file
+/// \brief `ModelConfig`: the shape of a Llama-family decoder (llama2.c's `Config`, extended).
+
+#include <cstdint>
+#include <string>
+
+namespace nanoserve {
+
+/// \brief How RoPE pairs the dimensions of a head (the two conventions in the wild).
+///
+///     adjacent pairs (llama2.c, GGUF `llama`):  (x0,x1) (x2,x3) (x4,x5) (x6,x7)
+///     rotate half    (Hugging Face, GPT-NeoX):  (x0,x4) (x1,x5) (x2,x6) (x3,x7)
+///
+/// In both, pair i of a head of size `head_dim` rotates by `pos * theta^(-2i/head_dim)`.
+enum class RopeStyle {
+  kAdjacentPairs,  ///< pair (2i, 2i+1)
+  kRotateHalf,     ///< pair (i, i + head_dim/2)
+};
+
+/// \brief Returns "adjacent-pairs" or "rotate-half".
+const char* to_string(RopeStyle style);
+
+/// \brief The blueprint of a Llama-family decoder-only transformer.
+///
+/// Weights are `(rows, cols)` row-major with `y = W x`; see `Model` for every tensor's shape.
+struct ModelConfig {
+  std::string name;           ///< human-readable name (file stem or synthetic name)
+  int dim = 0;                ///< model width d (residual stream)
+  int hidden_dim = 0;         ///< FFN inner width (SwiGLU)
+  int n_layers = 0;           ///< number of transformer blocks
+  int n_heads = 0;            ///< query heads
+  int n_kv_heads = 0;         ///< key/value heads (GQA when < n_heads)
+  int head_dim = 0;           ///< width of one head (usually dim / n_heads)
+  int vocab_size = 0;         ///< number of token ids
+  int max_seq_len = 0;        ///< context length the model supports
+  float rope_theta = 10000.0f;                        ///< RoPE base
+  RopeStyle rope_style = RopeStyle::kAdjacentPairs;   ///< RoPE pairing convention
+  float norm_eps = 1e-5f;     ///< RMSNorm epsilon
+  bool tied_classifier = true;  ///< classifier shares the token embedding matrix
+
+  /// \brief Width of all query heads together: `n_heads * head_dim`.
+  int q_dim() const { return n_heads * head_dim; }
+  /// \brief Width of all key (or value) heads together: `n_kv_heads * head_dim`.
+  int kv_dim() const { return n_kv_heads * head_dim; }
+  /// \brief Query heads per KV head (1 = plain multi-head attention).
+  int gqa_group() const { return n_heads / n_kv_heads; }
+
+  /// \brief Number of weights (the classifier counted once when tied).
+  int64_t param_count() const;
+  /// \brief Bytes of K and V for one token over all layers:
+  /// `2 * n_layers * n_kv_heads * head_dim * bytes_per_element`.
+  int64_t kv_bytes_per_token(int bytes_per_element) const;
+
+  /// \brief Throws `LoadError(source, field, …)` when a field is outside its sane range or
+  /// fields disagree (e.g. n_heads not a multiple of n_kv_heads).
+  void validate(const std::string& source) const;
+};
+
+}  // namespace nanoserve

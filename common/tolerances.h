@@ -1,0 +1,23 @@
+#pragma once
+/// \file
+/// \brief Every named tolerance the tests use, each with the reason for its size
+/// (DESIGN.md, "Numbers and precision"). Add new ones here, never inline in a test.
+
+#include "common/allclose.h"
+
+namespace nanoserve::tol {
+
+/// \brief Two fp32 computations of the same formula in a different summation order
+/// (e.g. Eigen's blocked GEMV vs a naive loop) over dot products of length <= ~10^4:
+/// rounding error grows like sqrt(n) * 2^-24 relative to the magnitudes summed.
+inline constexpr Tolerance kFp32Reorder{1e-5, 1e-4};
+
+/// \brief An fp32 implementation against an fp64 reference of the same op.
+inline constexpr Tolerance kFp32VsFp64{1e-6, 1e-5};
+
+/// \brief Logits of a whole fp32 forward pass computed two ways (e.g. cached vs uncached
+/// attention): errors of many reordered sums pile up through the layers, but stay far below
+/// the gap between the top two logits that greedy decoding depends on.
+inline constexpr Tolerance kFp32Forward{1e-4, 1e-3};
+
+}  // namespace nanoserve::tol
