@@ -28,8 +28,11 @@ struct AttentionShape {
 /// \param q         (n_queries, n_heads, head_dim) rotated queries
 /// \param positions (n_queries) position of each query; each in [0, n_keys) or
 ///                  `InvalidArgument` is thrown
+/// \param n_queries number of query rows
 /// \param k         (n_keys, n_kv_heads, head_dim) rotated keys, row j = position j
 /// \param v         (n_keys, n_kv_heads, head_dim) values, row j = position j
+/// \param n_keys    rows of `k` and `v` (at least max(positions) + 1)
+/// \param shape     head counts and head width
 /// \param out       (n_queries, n_heads, head_dim); must not alias the inputs
 void attention(const float* q, const int* positions, int n_queries, const float* k,
                const float* v, int n_keys, const AttentionShape& shape, float* out);

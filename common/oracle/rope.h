@@ -26,14 +26,20 @@
 
 namespace nanoserve::oracle {
 
-/// \brief The rotation frequency of pair `i` of a head: `theta^(-2i / head_dim)` (fp32).
+/// \brief The rotation frequency of pair `pair` of a head: `theta^(-2 pair / head_dim)` (fp32).
+/// \param pair     pair index in [0, head_dim / 2)
+/// \param head_dim values per head
+/// \param theta    RoPE base
 float rope_frequency(int pair, int head_dim, float theta);
 
 /// \brief Rotates every head of every row in place by that row's position.
 /// \param x         (n_rows, n_heads, head_dim) queries or keys, updated in place
 /// \param positions (n_rows) the token position of each row (>= 0)
 /// \param n_heads   heads per row: `n_heads` for queries, `n_kv_heads` for keys
+/// \param n_rows    number of rows (tokens)
 /// \param head_dim  values per head (even)
+/// \param theta     RoPE base (`ModelConfig::rope_theta`)
+/// \param style     which values form a pair
 void rope(float* x, const int* positions, int n_rows, int n_heads, int head_dim, float theta,
           RopeStyle style);
 

@@ -45,6 +45,7 @@ struct SamplingParams {
 /// \brief Index of the largest logit, the lowest id among ties. Throws `InvalidArgument` if
 /// `vocab <= 0` or a logit is NaN.
 /// \param logits (vocab)
+/// \param vocab  number of logits
 int argmax(const float* logits, int vocab);
 
 /// \brief The distribution `sample` draws from: (vocab) probabilities after temperature,
@@ -52,6 +53,8 @@ int argmax(const float* logits, int vocab);
 /// the argmax when greedy). Speculative decoding compares the target's and draft's vectors
 /// from this same function.
 /// \param logits (vocab)
+/// \param vocab  number of logits
+/// \param params validated; `seed` is unused here
 std::vector<double> probabilities(const float* logits, int vocab, const SamplingParams& params);
 
 /// \brief Inverse-CDF draw in ascending id order: the smallest id `i` with
@@ -59,12 +62,16 @@ std::vector<double> probabilities(const float* logits, int vocab, const Sampling
 /// not all zero; `u` must be in [0, 1). Used by `sample` and by speculative decoding's
 /// residual resampling.
 /// \param weights (vocab)
+/// \param u       the uniform draw in [0, 1)
 int sample_from(const std::vector<double>& weights, double u);
 
 /// \brief The token for one request at one position:
 /// `sample_from(probabilities(logits, vocab, params), uniform01(params.seed, position,
 /// RngStream::kSample))` — one uniform draw, a pure function of its arguments.
-/// \param logits (vocab)
+/// \param logits   (vocab)
+/// \param vocab    number of logits
+/// \param params   validated; `seed` keys the draw
+/// \param position the position of the token being sampled in its sequence
 int sample(const float* logits, int vocab, const SamplingParams& params, uint64_t position);
 
 }  // namespace nanoserve
