@@ -69,9 +69,7 @@ TEST(OracleRope, MatchesNaiveFp64LoopForEveryHeadAndRow) {
         }
       }
     }
-    // The oracle computes the angle in fp32 like llama2.c and HF; at pos 500 that angle is
-    // off by up to ~500 * 2^-24 rad, so allow 1e-4 absolute.
-    const CloseResult res = allclose(got.data(), want.data(), got.size(), {1e-4, 1e-4});
+    const CloseResult res = allclose(got.data(), want.data(), got.size(), tol::kRopeFp32Angle);
     EXPECT_TRUE(res.ok) << to_string(style) << ": " << res.summary();
   }
 }
