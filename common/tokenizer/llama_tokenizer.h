@@ -93,6 +93,7 @@ class LlamaTokenizer final : public Tokenizer {
 /// `float32 score, int32 len, len bytes`, little-endian, with no count in the file: the count
 /// is the model's vocab_size. Ids 0/1/2 are unk/BOS/EOS.
 ///
+/// \param path                the tokenizer file
 /// \param expected_vocab_size the model's vocab_size (the file must hold exactly that many
 ///        tokens), or 0 to take every token the file holds
 /// \throws LoadError naming the file and field (`max_token_length`, `token[i].len`, …) for a
@@ -126,7 +127,12 @@ enum class GgufTokenType : int32_t {
 /// are never produced from text (text "<s>" is not BOS).
 ///
 /// \param file        the GGUF path, for messages
-/// \param token_types empty (all normal) or one `GgufTokenType` per token
+/// \param tokens      (n) `tokenizer.ggml.tokens`, SentencePiece pieces with "▁"
+/// \param scores      (n) `tokenizer.ggml.scores`
+/// \param token_types empty (all normal) or (n) `tokenizer.ggml.token_type` values
+/// \param bos_id      `tokenizer.ggml.bos_token_id`
+/// \param eos_id      `tokenizer.ggml.eos_token_id`
+/// \param unk_id      `tokenizer.ggml.unknown_token_id`
 /// \throws LoadError naming `file` and the metadata key when the arrays disagree in length,
 ///         a special id is outside the vocabulary, a score is not finite, a token type is
 ///         unknown, or a user-defined token is present.

@@ -71,7 +71,7 @@ def main(data_dir):
     sp = spm.SentencePieceProcessor(model_file=model)
     sample = open(f"{data_dir}/tinystories_valid_sample.txt", encoding="utf-8").read()
     docs = sample.split(SEPARATOR)
-    lines = [l for l in docs[0].split("\n") + docs[1].split("\n") if l][:10]
+    lines = [l for d in docs[:4] for l in d.split("\n") if l][:10]  # the sample's first lines
     texts = lines + EXTRA_CASES
     cases = [{"text": t, "ids": sp.encode(t)} for t in texts]
 
