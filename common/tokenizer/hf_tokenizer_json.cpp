@@ -169,8 +169,9 @@ void parse_model(const Reader& r, const json& root, HfBpeSpec& spec,
   if (const std::string type = r.string(r.at(m, "model", "type"), "model.type"); type != "BPE") {
     r.fail("model.type", "'" + type + "' is not supported (BPE)");
   }
-  if (const json* d = r.find(m, "model", "dropout"); d && !(d->is_number() && d->get<double>() == 0)) {
-    r.fail("model.dropout", brief(*d) + ": BPE dropout is not supported");
+  const json* dropout = r.find(m, "model", "dropout");
+  if (dropout && !(dropout->is_number() && dropout->get<double>() == 0)) {
+    r.fail("model.dropout", brief(*dropout) + ": BPE dropout is not supported");
   }
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     const json* v = r.find(m, "model", key);
@@ -203,7 +204,8 @@ void parse_model(const Reader& r, const json& root, HfBpeSpec& spec,
     if (it == ids.end()) r.fail(path, "'" + piece + "' is not in model.vocab");
     return it->second;
   };
-  spec.unk_id = id_of(r.string(r.at(m, "model", "unk_token"), "model.unk_token"), "model.unk_token");
+  const std::string unk = r.string(r.at(m, "model", "unk_token"), "model.unk_token");
+  spec.unk_id = id_of(unk, "model.unk_token");
 
   const json& merges = r.at(m, "model", "merges");
   if (!merges.is_array()) r.fail("model.merges", "is not an array");
@@ -248,8 +250,9 @@ void parse_added_tokens(const Reader& r, const json& root, HfBpeSpec& spec) {
         r.fail(Reader::join(path, key), "true is not supported");
       }
     }
-    const bool special = r.boolean(r.find(t, path, "special"), path + ".special", false);
-    if (!r.boolean(r.find(t, path, "normalized"), path + ".normalized", !special)) {
+    // Required rather than defaulted: the default lives in the library, not in the file.
+    const json& normalized = r.at(t, path, "normalized");
+    if (!r.boolean(&normalized, path + ".normalized", false)) {
       r.fail(path + ".normalized", "false is not supported (matching before normalization)");
     }
     spec.added_tokens.push_back({id, content});

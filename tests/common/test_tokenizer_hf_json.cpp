@@ -23,7 +23,8 @@ json tiny_json() {
   return json::parse(testing::read_text(testing::fixture_path("hf_tiny/tokenizer.json")));
 }
 
-std::unique_ptr<HfBpeTokenizer> parse(const std::string& text, const std::string& config = kConfig) {
+std::unique_ptr<HfBpeTokenizer> parse(const std::string& text,
+                                      const std::string& config = kConfig) {
   return parse_hf_tokenizer(text, "tokenizer.json", config, "tokenizer_config.json");
 }
 
@@ -110,7 +111,8 @@ TEST(HfTokenizerJson, RejectsUnsupportedOrInconsistentFields) {
       {"normalizer.normalizers[1].prepend",
        [](json& j) { j["normalizer"]["normalizers"][1].erase("prepend"); }},
       {"normalizer.normalizers", [](json& j) { j["normalizer"].erase("normalizers"); }},
-      {"decoder.decoders[0].type", [](json& j) { j["decoder"]["decoders"][0]["type"] = "Metaspace"; }},
+      {"decoder.decoders[0].type",
+       [](json& j) { j["decoder"]["decoders"][0]["type"] = "Metaspace"; }},
       {"decoder.decoders[3].stop", [](json& j) { j["decoder"]["decoders"][3]["stop"] = 1; }},
       {"decoder.decoders[3].start", [](json& j) { j["decoder"]["decoders"][3]["start"] = -1; }},
       {"decoder.decoders[3].content", [](json& j) { j["decoder"]["decoders"][3]["content"] = ""; }},
@@ -145,7 +147,8 @@ TEST(HfTokenizerJson, RejectsDuplicateVocabularyIds) {
 TEST(HfTokenizerJson, RejectsBadSpecialTokensInConfig) {
   const std::string text = tiny_json().dump();
   expect_error(text, "tokenizer_config.json", "bos_token", R"({"eos_token": "</s>"})");
-  expect_error(text, "tokenizer_config.json", "eos_token", R"({"bos_token": "<s>", "eos_token": "<eos>"})");
+  expect_error(text, "tokenizer_config.json", "eos_token",
+               R"({"bos_token": "<s>", "eos_token": "<eos>"})");
   expect_error(text, "tokenizer_config.json", "bos_token.content",
                R"({"bos_token": {"id": 1}, "eos_token": "</s>"})");
   expect_error(text, "tokenizer_config.json", "json", "[]");

@@ -177,7 +177,8 @@ TEST(GgufLlamaTokenizer, RejectsInconsistentMetadata) {
                     "tokenizer.ggml.token_type[3]");
   expect_load_error([&] { make_gguf_llama_tokenizer("m.gguf", t, s, {2, 3, 3, 9}, 1, 2, 0); },
                     "tokenizer.ggml.token_type[3]");
-  expect_load_error([&] { make_gguf_llama_tokenizer("m.gguf", t, {0, 0, 0, INFINITY}, ty, 1, 2, 0); },
+  const std::vector<float> inf = {0, 0, 0, INFINITY};
+  expect_load_error([&] { make_gguf_llama_tokenizer("m.gguf", t, inf, ty, 1, 2, 0); },
                     "tokenizer.ggml.scores[3]");
 }
 

@@ -87,7 +87,9 @@ inline std::vector<int> naive_llama_encode(const LlamaTokenizer& tok, const std:
   if (!text.empty()) ids.push_back(lookup(" "));
   for (size_t i = 0; i < text.size();) {
     size_t j = i + 1;
-    while (j < text.size() && (static_cast<unsigned char>(text[j]) & 0xC0) == 0x80 && j - i < 4) ++j;
+    while (j < text.size() && (static_cast<unsigned char>(text[j]) & 0xC0) == 0x80 && j - i < 4) {
+      ++j;
+    }
     const int id = lookup(text.substr(i, j - i));
     if (id >= 0) {
       ids.push_back(id);
