@@ -1,0 +1,272 @@
+#include "common/tokenizer/hf_bpe_tokenizer.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "common/error.h"
+#include "common/tokenizer/pair_merge.h"
+#include "common/tokenizer/utf8.h"
+
+namespace nanoserve {
+namespace {
+
+void replace_all(std::string& s, const std::string& pattern, const std::string& content) {
+  if (pattern.empty()) return;
+  std::string out;
+  size_t from = 0;
+  for (size_t at = s.find(pattern); at != std::string::npos; at = s.find(pattern, from)) {
+    out.append(s, from, at - from).append(content);
+    from = at + pattern.size();
+  }
+  if (from == 0) return;  // no occurrence
+  out.append(s, from, std::string::npos);
+  s = std::move(out);
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// The byte of a "<0xHH>" token (the ByteFallback decoder accepts either hex case), else −1.
+int byte_of_token(std::string_view t) {
+  if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
+  const int hi = hex_digit(t[3]), lo = hex_digit(t[4]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+const char* const kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
+
+}  // namespace
+
+HfBpeTokenizer::HfBpeTokenizer(HfBpeSpec spec) : spec_(std::move(spec)) {
+  const int n = vocab_size();
+  auto check = [&](int id, const char* what) {
+    if (id < 0 || id >= n) {
+      throw InvalidArgument(std::string("HfBpeTokenizer: ") + what + " id " +
+                            std::to_string(id) + " outside [0, " + std::to_string(n) + ")");
+    }
+  };
+  check(spec_.unk_id, "unk");
+  check(spec_.bos_id, "bos");
+  check(spec_.eos_id, "eos");
+  piece_to_id_.reserve(spec_.vocab.size());
+  for (int id = 0; id < n; ++id) piece_to_id_.emplace(spec_.vocab[id], id);
+  for (size_t rank = 0; rank < spec_.merges.size(); ++rank) {
+    const auto& [left, right, merged] = spec_.merges[rank];
+    check(left, "merge");
+    check(right, "merge");
+    check(merged, "merge");
+    // A repeated pair takes its last rank, as `tokenizers` collects merges into a map.
+    merge_rank_[(uint64_t(uint32_t(left)) << 32) | uint32_t(right)] = {int(rank), merged};
+  }
+  static const char* kHex = "0123456789ABCDEF";
+  for (int b = 0; b < 256; ++b) {
+    byte_to_id_[b] = find_piece(std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + '>');
+  }
+  decoder_input_ = spec_.vocab;
+  for (const HfAddedToken& t : spec_.added_tokens) {
+    check(t.id, "added token");
+    std::string pattern = normalize(t.content);
+    decoder_input_[t.id] = pattern;
+    if (!pattern.empty()) added_patterns_.emplace_back(std::move(pattern), t.id);
+  }
+}
+
+int HfBpeTokenizer::find_piece(const std::string& piece) const {
+  const auto it = piece_to_id_.find(piece);
+  return it == piece_to_id_.end() ? -1 : it->second;
+}
+
+void HfBpeTokenizer::check_id(int id) const {
+  if (id < 0 || id >= vocab_size()) {
+    throw InvalidArgument("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                          std::to_string(vocab_size()) + ")");
+  }
+}
+
+const std::string& HfBpeTokenizer::piece(int id) const {
+  check_id(id);
+  return spec_.vocab[id];
+}
+
+std::string HfBpeTokenizer::normalize(std::string_view text) const {
+  std::string s(text);
+  for (const HfNormalizerStep& step : spec_.normalizer) {
+    if (step.kind == HfNormalizerStep::Kind::kPrepend) {
+      if (!s.empty()) s.insert(0, step.content);
+    } else {
+      replace_all(s, step.pattern, step.content);
+    }
+  }
+  return s;
+}
+
+void HfBpeTokenizer::encode_segment(std::string_view segment, std::vector<int>& out) const {
+  // One symbol per character. `tokenizers` (BPE::merge_word) holds an unknown character back
+  // as a pending <unk> that the next unknown character extends (fuse_unk) and the next known
+  // character flushes; byte-fallback tokens are appended without flushing it. That ordering
+  // is reproduced here as is, even though it can put bytes before an earlier <unk>.
+  std::vector<int> ids;
+  ids.reserve(segment.size());
+  bool pending_unk = false;
+  std::string ch;
+  for (size_t i = 0; i < segment.size();) {
+    size_t len = utf8_char_length(segment, i);
+    if (len == 0) len = 1;  // a stray byte is a character of its own (never in the vocab)
+    ch.assign(segment.substr(i, len));
+    i += len;
+    const int id = find_piece(ch);
+    if (id >= 0) {
+      if (pending_unk) ids.push_back(spec_.unk_id);
+      pending_unk = false;
+      ids.push_back(id);
+      continue;
+    }
+    if (spec_.byte_fallback) {
+      bool all_bytes = true;
+      for (unsigned char b : ch) all_bytes = all_bytes && byte_to_id_[b] >= 0;
+      if (all_bytes) {
+        for (unsigned char b : ch) ids.push_back(byte_to_id_[b]);
+        continue;
+      }
+    }
+    if (pending_unk && !spec_.fuse_unk) ids.push_back(spec_.unk_id);
+    pending_unk = true;
+  }
+  if (pending_unk) ids.push_back(spec_.unk_id);
+
+  const std::vector<int> merged =
+      merge_adjacent_pairs(ids, [&](int left, int right) -> std::optional<MergeCandidate> {
+        const auto it = merge_rank_.find((uint64_t(uint32_t(left)) << 32) | uint32_t(right));
+        if (it == merge_rank_.end()) return std::nullopt;
+        return MergeCandidate{-static_cast<double>(it->second[0]), it->second[1]};
+      });
+  out.insert(out.end(), merged.begin(), merged.end());
+}
+
+std::vector<int> HfBpeTokenizer::encode(std::string_view text, bool add_bos,
+                                        bool add_eos) const {
+  const std::string s = normalize(text);
+  std::vector<int> ids;
+  if (add_bos) ids.push_back(spec_.bos_id);
+  // Split on added tokens, leftmost match first and the longest at that position. `next[k]`
+  // caches where pattern k occurs next, so the scan stays linear in the text.
+  std::vector<size_t> next;
+  for (const auto& pattern : added_patterns_) next.push_back(s.find(pattern.first));
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t best_at = std::string::npos, best_len = 0;
+    int best_id = -1;
+    for (size_t k = 0; k < added_patterns_.size(); ++k) {
+      const std::string& p = added_patterns_[k].first;
+      if (next[k] != std::string::npos && next[k] < pos) next[k] = s.find(p, pos);
+      if (next[k] < best_at || (next[k] == best_at && next[k] != std::string::npos &&
+                                p.size() > best_len)) {
+        best_at = next[k];
+        best_len = p.size();
+        best_id = added_patterns_[k].second;
+      }
+    }
+    if (best_at == std::string::npos) {
+      encode_segment(std::string_view(s).substr(pos), ids);
+      break;
+    }
+    encode_segment(std::string_view(s).substr(pos, best_at - pos), ids);
+    ids.push_back(best_id);
+    pos = best_at + best_len;
+  }
+  if (add_eos) ids.push_back(spec_.eos_id);
+  return ids;
+}
+
+std::vector<std::string> HfBpeTokenizer::run_decoder(std::vector<std::string> tokens,
+                                                     bool text_start, bool streaming) const {
+  bool fused = false;
+  for (const HfDecoderStep& step : spec_.decoder) {
+    switch (step.kind) {
+      case HfDecoderStep::Kind::kReplace:
+        for (std::string& t : tokens) replace_all(t, step.pattern, step.content);
+        break;
+      case HfDecoderStep::Kind::kByteFallback: {
+        // A run of byte tokens becomes its bytes if they are valid UTF-8, else one U+FFFD per
+        // byte. Streaming one token at a time, the raw byte is returned instead: the caller
+        // concatenates the bytes of a multi-byte character.
+        std::vector<std::string> out;
+        std::string run;
+        size_t run_tokens = 0;
+        auto flush = [&] {
+          if (run_tokens == 0) return;
+          if (streaming || is_valid_utf8(run)) {
+            out.push_back(run);
+          } else {
+            for (size_t k = 0; k < run_tokens; ++k) out.emplace_back(kReplacementChar);
+          }
+          run.clear();
+          run_tokens = 0;
+        };
+        for (std::string& t : tokens) {
+          const int b = byte_of_token(t);
+          if (b >= 0) {
+            run.push_back(static_cast<char>(b));
+            ++run_tokens;
+          } else {
+            flush();
+            out.push_back(std::move(t));
+          }
+        }
+        flush();
+        tokens = std::move(out);
+        break;
+      }
+      case HfDecoderStep::Kind::kFuse: {
+        std::string all;
+        for (const std::string& t : tokens) all += t;
+        tokens.assign(1, std::move(all));
+        fused = true;
+        break;
+      }
+      case HfDecoderStep::Kind::kStrip:
+        // After Fuse the one token is the whole text, so the strip touches only its start;
+        // a streamed token is at the start of the text only right after BOS.
+        if (fused && !text_start) break;
+        for (std::string& t : tokens) {
+          size_t cut = 0;
+          for (int k = 0; k < step.start && t.compare(cut, step.content.size(), step.content) == 0;
+               ++k) {
+            cut += step.content.size();
+          }
+          t.erase(0, cut);
+        }
+        break;
+    }
+  }
+  return tokens;
+}
+
+std::string HfBpeTokenizer::decode_token(int prev_token, int token) const {
+  check_id(token);
+  std::string out;
+  for (const std::string& t : run_decoder({decoder_input_[token]}, prev_token == spec_.bos_id,
+                                          /*streaming=*/true)) {
+    out += t;
+  }
+  return out;
+}
+
+std::string HfBpeTokenizer::decode(const std::vector<int>& tokens) const {
+  std::vector<std::string> pieces;
+  pieces.reserve(tokens.size());
+  for (int t : tokens) {
+    check_id(t);
+    if (t != spec_.bos_id && t != spec_.eos_id) pieces.push_back(decoder_input_[t]);
+  }
+  std::string out;
+  for (const std::string& t : run_decoder(std::move(pieces), true, /*streaming=*/false)) out += t;
+  return out;
+}
+
+}  // namespace nanoserve

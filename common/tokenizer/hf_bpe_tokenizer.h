@@ -1,0 +1,150 @@
+#pragma once
+/// \file
+/// \brief `HfBpeTokenizer`: the Hugging Face `tokenizers` BPE model as TinyStories-656K's
+/// `tokenizer.json` configures it — normalizer, added tokens, BPE merges by rank, unk /
+/// byte fallback, decoder — and the parser that reads exactly that subset of the format.
+///
+/// Encoding pipeline (what `tokenizers` does for this configuration):
+/// ```
+/// "Hi <|end_story|>"                         text
+///  │ normalizer: Prepend "▁", Replace " "→"▁"
+/// "▁Hi▁<|end_story|>"
+///  │ added tokens, matched leftmost-longest on their *normalized* content ("▁<|end_story|>")
+/// ["▁Hi"] [id 2]                              segments
+///  │ BPE per segment: one token per character (unknown → <0xXX> bytes or a fused <unk>),
+///  │ then merges lowest rank first, leftmost on ties, until none applies
+/// [80 "▁", 1158 "Hi"] [2]
+/// ```
+/// There is no pre-tokenizer, so a whole segment is one BPE "word"; `merge_adjacent_pairs`
+/// keeps that O(n log n) on long texts.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/tokenizer/tokenizer.h"
+
+namespace nanoserve {
+
+/// \brief One step of the `normalizer` (applied in order to the whole text).
+struct HfNormalizerStep {
+  /// \brief The normalizer types implemented.
+  enum class Kind {
+    kPrepend,  ///< `Prepend`: put `content` in front of non-empty text
+    kReplace,  ///< `Replace` with a `String` pattern: every `pattern` becomes `content`
+  };
+  Kind kind;            ///< which normalizer
+  std::string pattern;  ///< kReplace: the literal text replaced
+  std::string content;  ///< kPrepend: the prefix; kReplace: the replacement
+};
+
+/// \brief One step of the `decoder`; each maps a list of token strings to a list.
+struct HfDecoderStep {
+  /// \brief The decoder types implemented.
+  enum class Kind {
+    kReplace,       ///< every `pattern` in each token becomes `content`
+    kByteFallback,  ///< runs of `<0xHH>` tokens become their bytes (U+FFFD each if not UTF-8)
+    kFuse,          ///< all tokens become one
+    kStrip,         ///< up to `start` leading `content` characters are removed from each token
+  };
+  Kind kind;            ///< which decoder
+  std::string pattern;  ///< kReplace: the literal text replaced
+  std::string content;  ///< kReplace: the replacement; kStrip: the character stripped
+  int start = 0;        ///< kStrip: how many leading characters at most
+};
+
+/// \brief An entry of `added_tokens` (normalized, not lstrip/rstrip/single_word).
+struct HfAddedToken {
+  int id;               ///< its id, also its id in `model.vocab`
+  std::string content;  ///< its text before normalization, e.g. `<|end_story|>`
+};
+
+/// \brief Everything `tokenizer.json` (+ `tokenizer_config.json`) says, validated.
+struct HfBpeSpec {
+  std::vector<std::string> vocab;           ///< (vocab_size) piece of each id
+  std::vector<std::array<int, 3>> merges;   ///< (n_merges) in rank order: left, right, merged id
+  std::vector<HfNormalizerStep> normalizer; ///< applied in order; empty: identity
+  std::vector<HfDecoderStep> decoder;       ///< applied in order; empty: pieces concatenated
+  std::vector<HfAddedToken> added_tokens;   ///< matched in the normalized text before BPE
+  int unk_id = 0;              ///< `model.unk_token`
+  bool fuse_unk = false;       ///< `model.fuse_unk`: consecutive unknown characters → one unk
+  bool byte_fallback = false;  ///< `model.byte_fallback`: unknown characters → `<0xHH>` tokens
+  int bos_id = 1;              ///< `bos_token` of tokenizer_config.json
+  int eos_id = 2;              ///< `eos_token` of tokenizer_config.json
+};
+
+/// \brief Hugging Face BPE for the configuration described in the file comment.
+///
+/// Decoding runs the decoder steps over the pieces of the sequence (BOS and EOS produce no
+/// text). For TinyStories-656K that is: "▁"→" ", byte tokens → bytes, fuse, strip one leading
+/// space — the exact inverse of the normalizer for any text made of characters in the
+/// vocabulary. A character outside it is encoded as `<unk>` (the vocabulary has no byte
+/// tokens) and decodes as " <unk>" (`tokenizers` decodes an added token from its normalized
+/// content, "▁<unk>"): those texts cannot round-trip, nor can text that contains an added
+/// token's normalized content (" <|end_story|>" encodes as EOS, which decodes to nothing).
+class HfBpeTokenizer final : public Tokenizer {
+ public:
+  /// \brief Takes a validated spec (ids in range); throws `InvalidArgument` if it is not.
+  explicit HfBpeTokenizer(HfBpeSpec spec);
+
+  /// \brief Normalize, split on added tokens, BPE each segment; optionally BOS/EOS around.
+  /// Bytes that are not valid UTF-8 are treated as one-byte characters (so they become
+  /// byte tokens or `<unk>`) instead of failing.
+  std::vector<int> encode(std::string_view text, bool add_bos, bool add_eos) const override;
+  /// \brief The decoder applied to one token: a `Strip` after `Fuse` (which strips the start of
+  /// the whole text) applies only when `prev_token` is BOS; a byte token gives its raw byte.
+  std::string decode_token(int prev_token, int token) const override;
+  /// \brief The decoder applied to the whole sequence, as `tokenizers` does (BOS/EOS skipped).
+  std::string decode(const std::vector<int>& tokens) const override;
+
+  /// \brief Number of ids in `model.vocab`.
+  int vocab_size() const override { return static_cast<int>(spec_.vocab.size()); }
+  /// \brief Beginning-of-sequence id.
+  int bos_id() const override { return spec_.bos_id; }
+  /// \brief End-of-sequence id.
+  int eos_id() const override { return spec_.eos_id; }
+  /// \brief Unknown-token id.
+  int unk_id() const { return spec_.unk_id; }
+  /// \brief The vocabulary piece of `id` (with "▁", as stored); `InvalidArgument` if outside.
+  const std::string& piece(int id) const;
+  /// \brief The id of `piece` in the vocabulary, or −1.
+  int find_piece(const std::string& piece) const;
+  /// \brief The normalizer applied to `text`.
+  std::string normalize(std::string_view text) const;
+
+ private:
+  void check_id(int id) const;
+  void encode_segment(std::string_view segment, std::vector<int>& out) const;
+  std::vector<std::string> run_decoder(std::vector<std::string> tokens, bool text_start,
+                                       bool streaming) const;
+
+  HfBpeSpec spec_;
+  std::unordered_map<std::string, int> piece_to_id_;
+  std::unordered_map<uint64_t, std::array<int, 2>> merge_rank_;  // (left,right) → rank, merged
+  std::array<int, 256> byte_to_id_{};  // id of "<0xHH>", or −1
+  std::vector<std::pair<std::string, int>> added_patterns_;  // normalized content → id
+  // (vocab_size) the string the decoder sees for each id: the piece, or for an added token
+  // its normalized content ("▁<unk>"), which is what `tokenizers` decodes it from.
+  std::vector<std::string> decoder_input_;
+};
+
+/// \brief Reads a `tokenizer.json` and, from the same directory, `tokenizer_config.json`
+/// (which names `bos_token` and `eos_token`).
+///
+/// Only the subset described above is accepted; any other normalizer, pre-tokenizer, model
+/// type or option (dropout, regex patterns, lstrip/rstrip added tokens, ignore_merges, …)
+/// is a `LoadError` naming the JSON field, rather than a silently different tokenization.
+std::unique_ptr<HfBpeTokenizer> load_hf_tokenizer(const std::string& path);
+
+/// \brief `load_hf_tokenizer` on texts already in memory; the names are used in messages
+/// (the fuzz target calls this).
+std::unique_ptr<HfBpeTokenizer> parse_hf_tokenizer(std::string_view tokenizer_json,
+                                                   const std::string& tokenizer_name,
+                                                   std::string_view config_json,
+                                                   const std::string& config_name);
+
+}  // namespace nanoserve

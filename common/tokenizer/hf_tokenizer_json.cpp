@@ -1,0 +1,347 @@
+// Reads Hugging Face `tokenizer.json` into an HfBpeSpec: exactly the subset TinyStories-656K
+// uses, and a LoadError naming the JSON field for anything else.
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "common/error.h"
+#include "common/tokenizer/hf_bpe_tokenizer.h"
+
+namespace nanoserve {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxJsonDepth = 64;              // tokenizer.json nests 5 deep
+constexpr int64_t kMaxVocab = 1 << 24;         // ids must fit comfortably in int
+constexpr uint64_t kMaxJsonBytes = 256ull << 20;  // ~30× the largest common tokenizer.json
+
+// A JSON value for an error message, cut to a readable length.
+std::string brief(const json& j) {
+  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+}
+
+// Field access that turns every missing key or wrong type into LoadError(file, path, …).
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& detail) const {
+    throw LoadError(file_, path, detail);
+  }
+  // j[key] if present and not null, else nullptr. j must be an object.
+  const json* find(const json& j, const std::string& path, const char* key) const {
+    if (!j.is_object()) fail(path, "is not a JSON object");
+    const auto it = j.find(key);
+    return it == j.end() || it->is_null() ? nullptr : &*it;
+  }
+  const json& at(const json& j, const std::string& path, const char* key) const {
+    const json* v = find(j, path, key);
+    if (!v) fail(join(path, key), "is missing");
+    return *v;
+  }
+  std::string string(const json& j, const std::string& path) const {
+    if (!j.is_string()) fail(path, "is not a string");
+    return j.get<std::string>();
+  }
+  bool boolean(const json* j, const std::string& path, bool fallback) const {
+    if (!j) return fallback;
+    if (!j->is_boolean()) fail(path, "is not true/false");
+    return j->get<bool>();
+  }
+  int64_t integer(const json& j, const std::string& path, int64_t lo, int64_t hi) const {
+    if (!j.is_number_integer()) fail(path, "is not an integer");
+    if (j.is_number_unsigned() ? j.get<uint64_t>() > uint64_t(hi)
+                               : j.get<int64_t>() < lo || j.get<int64_t>() > hi) {
+      fail(path, brief(j) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    return j.get<int64_t>();
+  }
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+  static std::string index(const std::string& path, size_t i) {
+    return path + "[" + std::to_string(i) + "]";
+  }
+
+ private:
+  std::string file_;
+};
+
+json parse_json(std::string_view text, const std::string& file) {
+  // The parser builds nested values iteratively, but a bound keeps hostile input from
+  // producing pathological trees (and the error names the depth).
+  json::parser_callback_t limit_depth = [&](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxJsonDepth) {
+      throw LoadError(file, "json", "nesting deeper than " + std::to_string(kMaxJsonDepth));
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), limit_depth);
+  } catch (const json::exception& e) {
+    throw LoadError(file, "json", e.what());
+  }
+}
+
+// A `String` pattern ({"String": "x"}); regex patterns are not implemented.
+std::string string_pattern(const Reader& r, const json& step, const std::string& path) {
+  const json& pattern = r.at(step, path, "pattern");
+  const std::string p = Reader::join(path, "pattern");
+  if (!pattern.is_object() || !pattern.contains("String")) {
+    r.fail(p, "only {\"String\": …} patterns are supported, got " + brief(pattern));
+  }
+  std::string s = r.string(pattern["String"], Reader::join(p, "String"));
+  if (s.empty()) r.fail(Reader::join(p, "String"), "is empty");
+  return s;
+}
+
+// A component that is either {"type": "Sequence", <list_key>: [...]} or one step.
+template <class ParseStep>
+void for_each_step(const Reader& r, const json& j, const std::string& path, const char* list_key,
+                   ParseStep&& parse_step) {
+  const std::string type = r.string(r.at(j, path, "type"), Reader::join(path, "type"));
+  if (type != "Sequence") return parse_step(j, path, type);
+  const json& list = r.at(j, path, list_key);
+  const std::string lpath = Reader::join(path, list_key);
+  if (!list.is_array()) r.fail(lpath, "is not an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string ipath = Reader::index(lpath, i);
+    parse_step(list[i], ipath, r.string(r.at(list[i], ipath, "type"), Reader::join(ipath, "type")));
+  }
+}
+
+void parse_normalizer(const Reader& r, const json& root, HfBpeSpec& spec) {
+  const json* n = r.find(root, "", "normalizer");
+  if (!n) return;
+  for_each_step(r, *n, "normalizer", "normalizers",
+                [&](const json& step, const std::string& path, const std::string& type) {
+    if (type == "Prepend") {
+      spec.normalizer.push_back({HfNormalizerStep::Kind::kPrepend, "",
+                                 r.string(r.at(step, path, "prepend"), path + ".prepend")});
+    } else if (type == "Replace") {
+      spec.normalizer.push_back({HfNormalizerStep::Kind::kReplace,
+                                 string_pattern(r, step, path),
+                                 r.string(r.at(step, path, "content"), path + ".content")});
+    } else {
+      r.fail(Reader::join(path, "type"), "'" + type + "' is not supported (Prepend, Replace)");
+    }
+  });
+}
+
+void parse_decoder(const Reader& r, const json& root, HfBpeSpec& spec) {
+  const json* d = r.find(root, "", "decoder");
+  if (!d) return;
+  for_each_step(r, *d, "decoder", "decoders",
+                [&](const json& step, const std::string& path, const std::string& type) {
+    HfDecoderStep s{HfDecoderStep::Kind::kFuse, "", "", 0};
+    if (type == "Replace") {
+      s = {HfDecoderStep::Kind::kReplace, string_pattern(r, step, path),
+           r.string(r.at(step, path, "content"), path + ".content"), 0};
+    } else if (type == "ByteFallback") {
+      s.kind = HfDecoderStep::Kind::kByteFallback;
+    } else if (type == "Fuse") {
+      s.kind = HfDecoderStep::Kind::kFuse;
+    } else if (type == "Strip") {
+      s.kind = HfDecoderStep::Kind::kStrip;
+      s.content = r.string(r.at(step, path, "content"), path + ".content");
+      if (s.content.empty()) r.fail(path + ".content", "is empty");
+      s.start = static_cast<int>(r.integer(r.at(step, path, "start"), path + ".start", 0, 1 << 20));
+      if (r.integer(r.at(step, path, "stop"), path + ".stop", 0, 1 << 20) != 0) {
+        r.fail(path + ".stop", "only 0 is supported (no stripping at the end)");
+      }
+    } else {
+      r.fail(Reader::join(path, "type"),
+             "'" + type + "' is not supported (Replace, ByteFallback, Fuse, Strip)");
+    }
+    spec.decoder.push_back(std::move(s));
+  });
+}
+
+void parse_model(const Reader& r, const json& root, HfBpeSpec& spec,
+                 std::unordered_map<std::string, int>& ids) {
+  const json& m = r.at(root, "", "model");
+  if (const std::string type = r.string(r.at(m, "model", "type"), "model.type"); type != "BPE") {
+    r.fail("model.type", "'" + type + "' is not supported (BPE)");
+  }
+  const json* dropout = r.find(m, "model", "dropout");
+  if (dropout && !(dropout->is_number() && dropout->get<double>() == 0)) {
+    r.fail("model.dropout", brief(*dropout) + ": BPE dropout is not supported");
+  }
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    const json* v = r.find(m, "model", key);
+    if (v && !(v->is_string() && v->get<std::string>().empty())) {
+      r.fail(Reader::join("model", key), brief(*v) + " is not supported (null)");
+    }
+  }
+  if (r.boolean(r.find(m, "model", "ignore_merges"), "model.ignore_merges", false)) {
+    r.fail("model.ignore_merges", "true is not supported");
+  }
+  spec.fuse_unk = r.boolean(r.find(m, "model", "fuse_unk"), "model.fuse_unk", false);
+  spec.byte_fallback = r.boolean(r.find(m, "model", "byte_fallback"), "model.byte_fallback", false);
+
+  const json& vocab = r.at(m, "model", "vocab");
+  if (!vocab.is_object() || vocab.empty()) r.fail("model.vocab", "is not a non-empty object");
+  if (int64_t(vocab.size()) > kMaxVocab) r.fail("model.vocab", "has more than 2^24 entries");
+  spec.vocab.assign(vocab.size(), std::string());
+  std::vector<bool> seen(vocab.size(), false);
+  for (const auto& [piece, id_json] : vocab.items()) {
+    const std::string path = "model.vocab[\"" + piece + "\"]";
+    if (piece.empty()) r.fail(path, "the empty string is not a token");
+    const auto id = static_cast<size_t>(r.integer(id_json, path, 0, int64_t(vocab.size()) - 1));
+    if (seen[id]) r.fail(path, "id " + std::to_string(id) + " is used twice");
+    seen[id] = true;
+    spec.vocab[id] = piece;
+    ids.emplace(piece, static_cast<int>(id));
+  }
+  auto id_of = [&](const std::string& piece, const std::string& path) {
+    const auto it = ids.find(piece);
+    if (it == ids.end()) r.fail(path, "'" + piece + "' is not in model.vocab");
+    return it->second;
+  };
+  const std::string unk = r.string(r.at(m, "model", "unk_token"), "model.unk_token");
+  spec.unk_id = id_of(unk, "model.unk_token");
+
+  const json& merges = r.at(m, "model", "merges");
+  if (!merges.is_array()) r.fail("model.merges", "is not an array");
+  spec.merges.reserve(merges.size());
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const std::string path = Reader::index("model.merges", i);
+    std::string left, right;
+    if (merges[i].is_string()) {  // "left right"
+      const std::string s = merges[i].get<std::string>();
+      const size_t space = s.find(' ');
+      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) {
+        r.fail(path, "'" + s + "' is not two tokens separated by one space");
+      }
+      left = s.substr(0, space);
+      right = s.substr(space + 1);
+    } else if (merges[i].is_array() && merges[i].size() == 2) {  // ["left", "right"]
+      left = r.string(merges[i][0], Reader::index(path, 0));
+      right = r.string(merges[i][1], Reader::index(path, 1));
+    } else {
+      r.fail(path, "is neither \"left right\" nor [\"left\", \"right\"]");
+    }
+    spec.merges.push_back({id_of(left, path), id_of(right, path), id_of(left + right, path)});
+  }
+}
+
+void parse_added_tokens(const Reader& r, const json& root, HfBpeSpec& spec) {
+  const json* added = r.find(root, "", "added_tokens");
+  if (!added) return;
+  if (!added->is_array()) r.fail("added_tokens", "is not an array");
+  for (size_t i = 0; i < added->size(); ++i) {
+    const json& t = (*added)[i];
+    const std::string path = Reader::index("added_tokens", i);
+    const int id = static_cast<int>(
+        r.integer(r.at(t, path, "id"), path + ".id", 0, int64_t(spec.vocab.size()) - 1));
+    const std::string content = r.string(r.at(t, path, "content"), path + ".content");
+    if (content != spec.vocab[id]) {
+      r.fail(path + ".content", "'" + content + "' but model.vocab has '" + spec.vocab[id] +
+                                    "' at id " + std::to_string(id));
+    }
+    for (const char* key : {"single_word", "lstrip", "rstrip"}) {
+      if (r.boolean(r.find(t, path, key), Reader::join(path, key), false)) {
+        r.fail(Reader::join(path, key), "true is not supported");
+      }
+    }
+    // Required rather than defaulted: the default lives in the library, not in the file.
+    const json& normalized = r.at(t, path, "normalized");
+    if (!r.boolean(&normalized, path + ".normalized", false)) {
+      r.fail(path + ".normalized", "false is not supported (matching before normalization)");
+    }
+    spec.added_tokens.push_back({id, content});
+  }
+}
+
+int special_token(const Reader& r, const json& config, const char* key,
+                  const std::unordered_map<std::string, int>& ids) {
+  const json& v = r.at(config, "", key);
+  const std::string content =
+      v.is_object() ? r.string(r.at(v, key, "content"), std::string(key) + ".content")
+                    : r.string(v, key);
+  const auto it = ids.find(content);
+  if (it == ids.end()) r.fail(key, "'" + content + "' is not in the tokenizer's vocabulary");
+  return it->second;
+}
+
+std::string read_text_file(const std::string& path, const std::string& why) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw LoadError(path, "file", "cannot be opened" + why);
+  const std::streamoff size = in.tellg();
+  if (size < 0 || uint64_t(size) > kMaxJsonBytes) {
+    throw LoadError(path, "file", "size " + std::to_string(size) + " bytes is outside [0, " +
+                                      std::to_string(kMaxJsonBytes) + "]");
+  }
+  std::string text(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(text.data(), size)) throw LoadError(path, "file", "read failed");
+  return text;
+}
+
+std::unique_ptr<HfBpeTokenizer> parse_checked(std::string_view tokenizer_json,
+                                              const std::string& tokenizer_name,
+                                              std::string_view config_json,
+                                              const std::string& config_name) {
+  const Reader r(tokenizer_name);
+  const json root = parse_json(tokenizer_json, tokenizer_name);
+  if (!root.is_object()) r.fail("json", "the top level is not an object");
+  for (const char* key : {"truncation", "padding"}) {
+    if (const json* v = r.find(root, "", key)) r.fail(key, brief(*v) + " is not supported (null)");
+  }
+  if (const json* v = r.find(root, "", "pre_tokenizer")) {
+    r.fail("pre_tokenizer", brief(*v) + " is not supported (null)");
+  }
+  if (const json* v = r.find(root, "", "post_processor")) {
+    // It only says which special tokens `tokenizers` adds around a text; here the caller
+    // decides with encode()'s add_bos/add_eos.
+    const std::string type = r.string(r.at(*v, "post_processor", "type"), "post_processor.type");
+    if (type != "TemplateProcessing") {
+      r.fail("post_processor.type", "'" + type + "' is not supported (TemplateProcessing)");
+    }
+  }
+  HfBpeSpec spec;
+  std::unordered_map<std::string, int> ids;
+  parse_model(r, root, spec, ids);
+  parse_normalizer(r, root, spec);
+  parse_decoder(r, root, spec);
+  parse_added_tokens(r, root, spec);
+
+  const Reader rc(config_name);
+  const json config = parse_json(config_json, config_name);
+  if (!config.is_object()) rc.fail("json", "the top level is not an object");
+  spec.bos_id = special_token(rc, config, "bos_token", ids);
+  spec.eos_id = special_token(rc, config, "eos_token", ids);
+  return std::make_unique<HfBpeTokenizer>(std::move(spec));
+}
+
+}  // namespace
+
+std::unique_ptr<HfBpeTokenizer> parse_hf_tokenizer(std::string_view tokenizer_json,
+                                                   const std::string& tokenizer_name,
+                                                   std::string_view config_json,
+                                                   const std::string& config_name) {
+  try {
+    return parse_checked(tokenizer_json, tokenizer_name, config_json, config_name);
+  } catch (const json::exception& e) {  // a check parse_checked missed: still a LoadError
+    throw LoadError(tokenizer_name, "json", e.what());
+  }
+}
+
+std::unique_ptr<HfBpeTokenizer> load_hf_tokenizer(const std::string& path) {
+  const std::string text = read_text_file(path, "");
+  const size_t slash = path.find_last_of('/');
+  const std::string config_path =
+      (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
+      "tokenizer_config.json";
+  const std::string config = read_text_file(
+      config_path, " (it names bos_token and eos_token for " + path + ")");
+  return parse_hf_tokenizer(text, path, config, config_path);
+}
+
+}  // namespace nanoserve

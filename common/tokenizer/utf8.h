@@ -1,0 +1,50 @@
+#pragma once
+/// \file
+/// \brief The two UTF-8 facts the tokenizers need: where a character ends, and whether bytes
+/// are well-formed UTF-8 (Unicode 15, table 3-7: no overlongs, no surrogates, ≤ U+10FFFF).
+
+#include <cstddef>
+#include <string_view>
+
+namespace nanoserve {
+
+/// \brief Length (1–4) of the well-formed UTF-8 character starting at `s[i]`, or 0 if the
+/// bytes there are not one. Requires `i < s.size()`.
+inline size_t utf8_char_length(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;  // continuation byte, C0/C1 or F5..FF
+  }
+  if (i + len > s.size()) return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (size_t k = 2; k < len; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  }
+  return len;
+}
+
+/// \brief Whether `s` is entirely well-formed UTF-8.
+inline bool is_valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_char_length(s, i);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace nanoserve
