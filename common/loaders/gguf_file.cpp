@@ -141,7 +141,8 @@ void GgufParser::check_tensor_ranges(GgufFile& f) {
     in_.bytes_at(begin, t.n_bytes, t.name);  // throws when the range leaves the file
     by_offset.push_back(&t);
   }
-  std::sort(by_offset.begin(), by_offset.end(),
+  // Stable: of two tensors at one offset, the later one in the file is reported.
+  std::stable_sort(by_offset.begin(), by_offset.end(),
             [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     const GgufTensorInfo& prev = *by_offset[i - 1];

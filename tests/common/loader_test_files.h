@@ -106,6 +106,16 @@ inline size_t find_bytes(const std::vector<uint8_t>& bytes, const std::string& t
   return it == bytes.end() ? std::string::npos : size_t(it - bytes.begin());
 }
 
+/// \brief Offset of the characters of the GGUF string `text` (uint64 length + bytes) in
+/// `bytes`, so that "output.weight" is not found inside "blk.0.attn_output.weight".
+inline size_t find_gguf_string(const std::vector<uint8_t>& bytes, const std::string& text) {
+  std::string encoded(8, '\0');
+  const uint64_t n = text.size();
+  std::memcpy(encoded.data(), &n, 8);
+  const size_t at = find_bytes(bytes, encoded + text);
+  return at == std::string::npos ? at : at + 8;
+}
+
 /// \brief Runs `fn`, expects a `LoadError` whose field is `field` and whose message names
 /// `file` and contains `needle`; returns the message.
 template <typename Fn>
