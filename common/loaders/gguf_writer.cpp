@@ -1,11 +1,11 @@
 #include "common/loaders/gguf_writer.h"
 
-#include <Eigen/Core>
 #include <cstring>
 
 #include "common/error.h"
 #include "common/loaders/ggml_types.h"
 #include "common/loaders/gguf_file.h"
+#include "common/loaders/tensor_decode.h"
 
 namespace nanoserve {
 
@@ -100,25 +100,14 @@ std::vector<uint8_t> GgufWriter::serialize(uint64_t alignment) const {
 }
 
 std::vector<uint8_t> encode_floats(const std::vector<float>& values, uint32_t ggml_type) {
-  std::vector<uint8_t> out;
-  if (ggml_type == kGgmlTypeF32) {
-    out.resize(values.size() * 4);
-    if (!values.empty()) std::memcpy(out.data(), values.data(), out.size());
-    return out;
+  switch (ggml_type) {
+    case kGgmlTypeF32: return encode_f32(values);
+    case kGgmlTypeF16: return encode_f16(values);
+    case kGgmlTypeBF16: return encode_bf16(values);
+    default:
+      throw InvalidArgument("encode_floats: ggml type " + std::to_string(ggml_type) +
+                            " is not F32, F16 or BF16");
   }
-  if (ggml_type != kGgmlTypeF16 && ggml_type != kGgmlTypeBF16) {
-    throw InvalidArgument("encode_floats: ggml type " + std::to_string(ggml_type) +
-                          " is not F32, F16 or BF16");
-  }
-  out.resize(values.size() * 2);
-  for (size_t i = 0; i < values.size(); ++i) {
-    // Eigen's conversions round to nearest even, like torch and numpy.
-    const uint16_t bits = ggml_type == kGgmlTypeF16
-                              ? Eigen::numext::bit_cast<uint16_t>(Eigen::half(values[i]))
-                              : Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(values[i]));
-    std::memcpy(&out[2 * i], &bits, 2);
-  }
-  return out;
 }
 
 std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,

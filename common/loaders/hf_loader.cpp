@@ -198,4 +198,53 @@ Model load_hf_from_memory(const std::string& config_json, const uint8_t* safeten
   return m;
 }
 
+HfCheckpoint save_hf(const Model& model, const std::string& dtype) {
+  const ModelConfig& c = model.config;
+  if (c.rope_style != RopeStyle::kRotateHalf) {
+    throw InvalidArgument("save_hf: " + model.source +
+                          " uses adjacent-pair RoPE; Hugging Face Llama weights expect rotate-half");
+  }
+  std::vector<uint8_t> (*encode)(const std::vector<float>&) =
+      dtype == "F32" ? encode_f32 : dtype == "F16" ? encode_f16 : dtype == "BF16" ? encode_bf16 : nullptr;
+  if (encode == nullptr) throw InvalidArgument("save_hf: dtype '" + dtype + "' is not F32, F16 or BF16");
+  const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
+  std::vector<SafetensorsEntry> entries;
+  auto add = [&](const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& t) {
+    entries.push_back({name, dtype, std::move(shape), encode(t)});
+  };
+  add("model.embed_tokens.weight", {v, d}, model.token_embedding);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const LayerWeights& w = model.layers[l];
+    add(p + "input_layernorm.weight", {d}, w.attn_norm);
+    add(p + "self_attn.q_proj.weight", {q, d}, w.wq);
+    add(p + "self_attn.k_proj.weight", {kv, d}, w.wk);
+    add(p + "self_attn.v_proj.weight", {kv, d}, w.wv);
+    add(p + "self_attn.o_proj.weight", {d, q}, w.wo);
+    add(p + "post_attention_layernorm.weight", {d}, w.ffn_norm);
+    add(p + "mlp.gate_proj.weight", {h, d}, w.w1);
+    add(p + "mlp.down_proj.weight", {d, h}, w.w2);
+    add(p + "mlp.up_proj.weight", {h, d}, w.w3);
+  }
+  add("model.norm.weight", {d}, model.final_norm);
+  if (!c.tied_classifier) add("lm_head.weight", {v, d}, model.classifier);
+  const json config = {{"architectures", {"LlamaForCausalLM"}},
+                       {"model_type", "llama"},
+                       {"hidden_act", "silu"},
+                       {"hidden_size", c.dim},
+                       {"intermediate_size", c.hidden_dim},
+                       {"num_hidden_layers", c.n_layers},
+                       {"num_attention_heads", c.n_heads},
+                       {"num_key_value_heads", c.n_kv_heads},
+                       {"head_dim", c.head_dim},
+                       {"vocab_size", c.vocab_size},
+                       {"max_position_embeddings", c.max_seq_len},
+                       {"rope_theta", c.rope_theta},
+                       {"rms_norm_eps", c.norm_eps},
+                       {"rope_scaling", nullptr},
+                       {"tie_word_embeddings", c.tied_classifier},
+                       {"torch_dtype", dtype == "F32" ? "float32" : dtype == "F16" ? "float16" : "bfloat16"}};
+  return {config.dump(2), save_safetensors(entries, {{"format", "pt"}})};
+}
+
 }  // namespace nanoserve

@@ -44,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/model.h"
 
@@ -60,5 +61,17 @@ Model load_hf_model(const std::string& dir);
 /// `name` stands for the directory in errors ("name/config.json", "name/model.safetensors").
 Model load_hf_from_memory(const std::string& config_json, const uint8_t* safetensors,
                           size_t safetensors_size, const std::string& name);
+
+/// \brief The two files of a Hugging Face checkpoint, in memory.
+struct HfCheckpoint {
+  std::string config_json;            ///< config.json text
+  std::vector<uint8_t> safetensors;   ///< model.safetensors bytes
+};
+
+/// \brief `model` as a Hugging Face Llama checkpoint with tensors stored as `dtype` ("F32",
+/// "F16" or "BF16"); a tied model stores only `model.embed_tokens.weight`. Throws
+/// `InvalidArgument` for an adjacent-pair model (its wq/wk rows would need permuting) or an
+/// unknown dtype.
+HfCheckpoint save_hf(const Model& model, const std::string& dtype);
 
 }  // namespace nanoserve

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// \brief Turning stored tensor bytes into fp32 host weights: one decoder per storage type
-/// (shared by the GGUF and safetensors loaders), and a checked decode that names the tensor
-/// when a value is not finite.
+/// (shared by the GGUF and safetensors loaders), a checked decode that names the tensor when a
+/// value is not finite, and the matching encoders used by the writers.
 
 #include <cstdint>
 #include <string>
@@ -22,6 +22,13 @@ void decode_f32(const uint8_t* src, uint64_t n, float* dst);
 void decode_f16(const uint8_t* src, uint64_t n, float* dst);
 /// \brief bfloat16 storage.
 void decode_bf16(const uint8_t* src, uint64_t n, float* dst);
+
+/// \brief fp32 values as fp32 bytes.
+std::vector<uint8_t> encode_f32(const std::vector<float>& values);
+/// \brief fp32 values as IEEE fp16 bytes, rounded to nearest even (as torch and numpy do).
+std::vector<uint8_t> encode_f16(const std::vector<float>& values);
+/// \brief fp32 values as bfloat16 bytes, rounded to nearest even.
+std::vector<uint8_t> encode_bf16(const std::vector<float>& values);
 
 /// \brief Decodes `n` elements with `decoder` into a new vector, then throws
 /// `LoadError(file, tensor, "element i is NaN")` (or inf) if any value is not finite.
