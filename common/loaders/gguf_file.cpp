@@ -12,15 +12,22 @@ namespace nanoserve {
 namespace {
 
 // Smallest possible encodings, used to bound counts by the bytes left before reserving.
-constexpr uint64_t kMinKvBytes = 8 + 4 + 1;              // empty key, type, 1-byte value
+constexpr uint64_t kMinKvBytes = 8 + 4 + 1;                  // empty key, type, 1-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // empty name, 1 dim, type, offset
 
 uint64_t min_value_bytes(GgufType type) {
   switch (type) {
-    case GgufType::kUint8: case GgufType::kInt8: case GgufType::kBool: return 1;
-    case GgufType::kUint16: case GgufType::kInt16: return 2;
-    case GgufType::kUint32: case GgufType::kInt32: case GgufType::kFloat32: return 4;
-    case GgufType::kUint64: case GgufType::kInt64: case GgufType::kFloat64: return 8;
+    case GgufType::kUint8:
+    case GgufType::kInt8:
+    case GgufType::kBool: return 1;
+    case GgufType::kUint16:
+    case GgufType::kInt16: return 2;
+    case GgufType::kUint32:
+    case GgufType::kInt32:
+    case GgufType::kFloat32: return 4;
+    case GgufType::kUint64:
+    case GgufType::kInt64:
+    case GgufType::kFloat64: return 8;
     case GgufType::kString: return 8;
     case GgufType::kArray: return 4 + 8;
   }
@@ -29,8 +36,7 @@ uint64_t min_value_bytes(GgufType type) {
 
 class GgufParser {
  public:
-  GgufParser(const uint8_t* data, size_t size, const std::string& name)
-      : in_(data, size, name) {}
+  GgufParser(const uint8_t* data, size_t size, const std::string& name) : in_(data, size, name) {}
 
   GgufFile parse();
 
@@ -134,16 +140,17 @@ void GgufParser::check_tensor_ranges(GgufFile& f) {
   std::vector<const GgufTensorInfo*> by_offset;
   for (const GgufTensorInfo& t : f.tensors) {
     if (t.offset % f.alignment != 0) {
-      in_.fail(t.name, "offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
-                           std::to_string(f.alignment));
+      in_.fail(t.name, "offset " + std::to_string(t.offset) +
+                           " is not a multiple of the alignment " + std::to_string(f.alignment));
     }
     const uint64_t begin = checked_add(f.data_offset, t.offset, in_.file(), t.name);
     in_.bytes_at(begin, t.n_bytes, t.name);  // throws when the range leaves the file
     by_offset.push_back(&t);
   }
   // Stable: of two tensors at one offset, the later one in the file is reported.
-  std::stable_sort(by_offset.begin(), by_offset.end(),
-            [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
+  std::stable_sort(
+      by_offset.begin(), by_offset.end(),
+      [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     const GgufTensorInfo& prev = *by_offset[i - 1];
     if (prev.offset + prev.n_bytes > by_offset[i]->offset) {  // both in range: no overflow
@@ -158,10 +165,12 @@ GgufFile GgufParser::parse() {
   f.metadata = GgufMetadata(in_.file());
   char magic[4];
   std::memcpy(magic, in_.read_bytes(4, "magic"), 4);
-  if (std::memcmp(magic, kGgufMagic, 4) != 0) in_.fail("magic", "the file does not start with \"GGUF\"");
+  if (std::memcmp(magic, kGgufMagic, 4) != 0)
+    in_.fail("magic", "the file does not start with \"GGUF\"");
   f.version = in_.read<uint32_t>("version");
   if (f.version == 1) {
-    in_.fail("version", "GGUF v1 (32-bit counts) is not supported; re-convert with a current llama.cpp");
+    in_.fail("version",
+             "GGUF v1 (32-bit counts) is not supported; re-convert with a current llama.cpp");
   }
   if (f.version != 2 && f.version != 3) {
     const bool swapped = f.version == 0x02000000u || f.version == 0x03000000u;
@@ -183,11 +192,13 @@ GgufFile GgufParser::parse() {
   std::set<std::string> names;
   for (uint64_t i = 0; i < tensor_count; ++i) {
     f.tensors.push_back(read_tensor_info(i));
-    if (!names.insert(f.tensors.back().name).second) in_.fail(f.tensors.back().name, "appears twice");
+    if (!names.insert(f.tensors.back().name).second)
+      in_.fail(f.tensors.back().name, "appears twice");
   }
   if (const GgufValue* a = f.metadata.find("general.alignment")) {
     const uint32_t* align = std::get_if<uint32_t>(&a->data);
-    if (align == nullptr) in_.fail("general.alignment", "is a " + to_string(a->type()) + ", expected uint32");
+    if (align == nullptr)
+      in_.fail("general.alignment", "is a " + to_string(a->type()) + ", expected uint32");
     if (*align == 0 || (*align & (*align - 1)) != 0) {
       in_.fail("general.alignment", std::to_string(*align) + " is not a power of two");
     }

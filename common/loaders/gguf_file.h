@@ -26,12 +26,12 @@ namespace nanoserve {
 
 /// \brief One tensor info of a GGUF file, with its byte range already checked.
 struct GgufTensorInfo {
-  std::string name;             ///< e.g. "blk.0.attn_q.weight"
-  std::vector<uint64_t> dims;   ///< innermost first: [64, 512] is 512 rows of 64
-  const GgmlTypeInfo* type;     ///< element type (never null once parsed)
-  uint64_t offset = 0;          ///< from the start of the data section
-  uint64_t n_elements = 0;      ///< product of dims
-  uint64_t n_bytes = 0;         ///< stored size
+  std::string name;            ///< e.g. "blk.0.attn_q.weight"
+  std::vector<uint64_t> dims;  ///< innermost first: [64, 512] is 512 rows of 64
+  const GgmlTypeInfo* type;    ///< element type (never null once parsed)
+  uint64_t offset = 0;         ///< from the start of the data section
+  uint64_t n_elements = 0;     ///< product of dims
+  uint64_t n_bytes = 0;        ///< stored size
 };
 
 /// \brief A parsed GGUF file. It points into the bytes it was parsed from.

@@ -54,13 +54,14 @@ std::vector<float> read_tensor(const GgufFile& f, const std::string& name,
                                const std::vector<uint64_t>& dims) {
   const GgufTensorInfo& t = require_tensor(f, name);
   if (t.dims != dims) {
-    throw LoadError(f.name, name, "has shape " + dims_to_string(t.dims) + ", expected " +
-                                      dims_to_string(dims) + " (GGUF order, innermost first)");
+    throw LoadError(f.name, name,
+                    "has shape " + dims_to_string(t.dims) + ", expected " + dims_to_string(dims) +
+                        " (GGUF order, innermost first)");
   }
   if (t.type->decode == nullptr) {
-    throw LoadError(f.name, name, std::string("ggml type ") + t.type->name +
-                                      " is not supported yet (supported: " +
-                                      decodable_ggml_type_names() + ")");
+    throw LoadError(f.name, name,
+                    std::string("ggml type ") + t.type->name +
+                        " is not supported yet (supported: " + decodable_ggml_type_names() + ")");
   }
   return decode_tensor(t.type->decode, f.tensor_data(t), t.n_elements, f.name, name);
 }

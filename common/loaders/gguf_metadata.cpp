@@ -8,8 +8,8 @@ namespace nanoserve {
 
 std::string to_string(GgufType type) {
   static constexpr const char* kNames[kGgufTypeCount] = {
-      "uint8", "int8", "uint16", "int16",  "uint32", "int32",  "float32",
-      "bool",  "string", "array", "uint64", "int64", "float64"};
+      "uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
+      "bool",  "string", "array",  "uint64", "int64",  "float64"};
   const auto code = static_cast<uint32_t>(type);
   return code < kGgufTypeCount ? kNames[code] : "invalid type " + std::to_string(code);
 }
@@ -51,7 +51,8 @@ std::optional<int64_t> GgufMetadata::get_int(const std::string& key) const {
   if (v == nullptr) return std::nullopt;
   const std::optional<int64_t> i = v->as_int();
   if (!i) {
-    throw LoadError(file_, key, "is a " + to_string(v->type()) + ", expected an integer in int64 range");
+    throw LoadError(file_, key,
+                    "is a " + to_string(v->type()) + ", expected an integer in int64 range");
   }
   return i;
 }
@@ -68,7 +69,8 @@ std::optional<std::string> GgufMetadata::get_string(const std::string& key) cons
   const GgufValue* v = find(key);
   if (v == nullptr) return std::nullopt;
   const std::string* s = std::get_if<std::string>(&v->data);
-  if (s == nullptr) throw LoadError(file_, key, "is a " + to_string(v->type()) + ", expected a string");
+  if (s == nullptr)
+    throw LoadError(file_, key, "is a " + to_string(v->type()) + ", expected a string");
   return *s;
 }
 
@@ -76,7 +78,8 @@ const GgufArray* GgufMetadata::get_array(const std::string& key) const {
   const GgufValue* v = find(key);
   if (v == nullptr) return nullptr;
   const GgufArray* a = std::get_if<GgufArray>(&v->data);
-  if (a == nullptr) throw LoadError(file_, key, "is a " + to_string(v->type()) + ", expected an array");
+  if (a == nullptr)
+    throw LoadError(file_, key, "is a " + to_string(v->type()) + ", expected an array");
   return a;
 }
 

@@ -14,19 +14,19 @@ namespace nanoserve {
 
 /// \brief The value types of the GGUF specification, with their on-disk codes.
 enum class GgufType : uint32_t {
-  kUint8 = 0,    ///< uint8
-  kInt8 = 1,     ///< int8
-  kUint16 = 2,   ///< uint16
-  kInt16 = 3,    ///< int16
-  kUint32 = 4,   ///< uint32
-  kInt32 = 5,    ///< int32
-  kFloat32 = 6,  ///< float32
-  kBool = 7,     ///< one byte, 0 or 1
-  kString = 8,   ///< uint64 length + UTF-8 bytes (no terminator)
-  kArray = 9,    ///< uint32 element type + uint64 count + elements
-  kUint64 = 10,  ///< uint64
-  kInt64 = 11,   ///< int64
-  kFloat64 = 12, ///< float64
+  kUint8 = 0,     ///< uint8
+  kInt8 = 1,      ///< int8
+  kUint16 = 2,    ///< uint16
+  kInt16 = 3,     ///< int16
+  kUint32 = 4,    ///< uint32
+  kInt32 = 5,     ///< int32
+  kFloat32 = 6,   ///< float32
+  kBool = 7,      ///< one byte, 0 or 1
+  kString = 8,    ///< uint64 length + UTF-8 bytes (no terminator)
+  kArray = 9,     ///< uint32 element type + uint64 count + elements
+  kUint64 = 10,   ///< uint64
+  kInt64 = 11,    ///< int64
+  kFloat64 = 12,  ///< float64
 };
 
 /// \brief Number of GGUF value types (codes 0..12).

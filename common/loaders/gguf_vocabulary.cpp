@@ -20,8 +20,9 @@ const GgufArray& require_array(const GgufFile& f, const std::string& key) {
 const GgufArray* per_token_array(const GgufFile& f, const std::string& key, size_t n_tokens) {
   const GgufArray* a = f.metadata.get_array(key);
   if (a != nullptr && a->items.size() != n_tokens) {
-    throw LoadError(f.name, key, std::to_string(a->items.size()) + " entries for " +
-                                     std::to_string(n_tokens) + " tokens");
+    throw LoadError(
+        f.name, key,
+        std::to_string(a->items.size()) + " entries for " + std::to_string(n_tokens) + " tokens");
   }
   return a;
 }
@@ -30,9 +31,9 @@ int special_id(const GgufFile& f, const std::string& key, size_t n_tokens) {
   const std::optional<int64_t> id = f.metadata.get_int(key);
   if (!id || *id == 0xFFFFFFFFLL || *id == -1) return -1;  // absent, or llama.cpp's "none"
   if (*id < 0 || uint64_t(*id) >= n_tokens) {
-    throw LoadError(f.name, key, "token id " + std::to_string(*id) +
-                                     " is outside the vocabulary of " +
-                                     std::to_string(n_tokens) + " tokens");
+    throw LoadError(f.name, key,
+                    "token id " + std::to_string(*id) + " is outside the vocabulary of " +
+                        std::to_string(n_tokens) + " tokens");
   }
   return int(*id);
 }

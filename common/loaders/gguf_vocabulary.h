@@ -26,17 +26,17 @@ enum class GgufTokenType : int32_t {
 
 /// \brief The vocabulary stored in a GGUF file's metadata.
 struct GgufVocabulary {
-  std::string model;                      ///< `tokenizer.ggml.model`: "llama" = SentencePiece, "gpt2" = BPE
-  std::vector<std::string> tokens;        ///< `tokenizer.ggml.tokens`: the piece of each id
-  std::vector<float> scores;              ///< `tokenizer.ggml.scores`, or empty when absent
-  std::vector<GgufTokenType> token_types; ///< `tokenizer.ggml.token_type`, or empty when absent
-  std::vector<std::string> merges;        ///< `tokenizer.ggml.merges` ("a b" per rank), or empty
-  int bos_id = -1;                        ///< `tokenizer.ggml.bos_token_id`, -1 when absent
-  int eos_id = -1;                        ///< `tokenizer.ggml.eos_token_id`, -1 when absent
-  int unk_id = -1;                        ///< `tokenizer.ggml.unknown_token_id`, -1 when absent
-  int pad_id = -1;                        ///< `tokenizer.ggml.padding_token_id`, -1 when absent
-  std::optional<bool> add_bos;            ///< `tokenizer.ggml.add_bos_token`, if present
-  std::optional<bool> add_eos;            ///< `tokenizer.ggml.add_eos_token`, if present
+  std::string model;  ///< `tokenizer.ggml.model`: "llama" = SentencePiece, "gpt2" = BPE
+  std::vector<std::string> tokens;         ///< `tokenizer.ggml.tokens`: the piece of each id
+  std::vector<float> scores;               ///< `tokenizer.ggml.scores`, or empty when absent
+  std::vector<GgufTokenType> token_types;  ///< `tokenizer.ggml.token_type`, or empty when absent
+  std::vector<std::string> merges;         ///< `tokenizer.ggml.merges` ("a b" per rank), or empty
+  int bos_id = -1;                         ///< `tokenizer.ggml.bos_token_id`, -1 when absent
+  int eos_id = -1;                         ///< `tokenizer.ggml.eos_token_id`, -1 when absent
+  int unk_id = -1;                         ///< `tokenizer.ggml.unknown_token_id`, -1 when absent
+  int pad_id = -1;                         ///< `tokenizer.ggml.padding_token_id`, -1 when absent
+  std::optional<bool> add_bos;             ///< `tokenizer.ggml.add_bos_token`, if present
+  std::optional<bool> add_eos;             ///< `tokenizer.ggml.add_eos_token`, if present
 };
 
 /// \brief Extracts and validates the vocabulary: `tokenizer.ggml.model` and `.tokens` are

@@ -154,7 +154,9 @@ std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
   }
   const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
   auto add = [&](const std::string& name, const std::vector<uint64_t>& dims,
-                 const std::vector<float>& t) { w.add_tensor(name, dims, ggml_type, encode_floats(t, ggml_type)); };
+                 const std::vector<float>& t) {
+    w.add_tensor(name, dims, ggml_type, encode_floats(t, ggml_type));
+  };
   add("token_embd.weight", {d, v}, model.token_embedding);
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";

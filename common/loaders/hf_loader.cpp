@@ -19,7 +19,8 @@ namespace {
 
 using nlohmann::json;
 
-int get_int(const json& cfg, const std::string& file, const char* key, std::optional<int> fallback) {
+int get_int(const json& cfg, const std::string& file, const char* key,
+            std::optional<int> fallback) {
   if (!cfg.contains(key) || cfg[key].is_null()) {
     if (fallback) return *fallback;
     throw LoadError(file, key, "is missing");
@@ -31,7 +32,8 @@ int get_int(const json& cfg, const std::string& file, const char* key, std::opti
   return v.get<int>();
 }
 
-float get_positive_float(const json& cfg, const std::string& file, const char* key, float fallback) {
+float get_positive_float(const json& cfg, const std::string& file, const char* key,
+                         float fallback) {
   if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
   const json& v = cfg[key];
   if (!v.is_number() || !(v.get<double>() > 0.0) || v.get<double>() > double(FLT_MAX)) {
@@ -47,12 +49,14 @@ void check_llama_family(const json& cfg, const std::string& file) {
     for (const json& a : cfg["architectures"]) arch_ok = arch_ok || a == "LlamaForCausalLM";
   }
   if (!type_ok && !arch_ok) {
-    throw LoadError(file, "model_type",
-                    (cfg.contains("model_type") ? cfg["model_type"].dump() : std::string("absent")) +
-                        ": only Llama models (model_type \"llama\" / LlamaForCausalLM) are supported");
+    throw LoadError(
+        file, "model_type",
+        (cfg.contains("model_type") ? cfg["model_type"].dump() : std::string("absent")) +
+            ": only Llama models (model_type \"llama\" / LlamaForCausalLM) are supported");
   }
   if (cfg.contains("hidden_act") && cfg["hidden_act"] != "silu") {
-    throw LoadError(file, "hidden_act", cfg["hidden_act"].dump() + " is not supported (only \"silu\")");
+    throw LoadError(file, "hidden_act",
+                    cfg["hidden_act"].dump() + " is not supported (only \"silu\")");
   }
   if (cfg.contains("rope_scaling") && !cfg["rope_scaling"].is_null()) {
     throw LoadError(file, "rope_scaling",
@@ -84,12 +88,13 @@ class TensorSource {
   std::vector<float> read(const SafetensorsTensor& t, const std::string& name,
                           const std::vector<uint64_t>& shape) const {
     if (t.shape != shape) {
-      throw LoadError(f_.name, name, "has shape " + json(t.shape).dump() + ", expected " +
-                                         json(shape).dump());
+      throw LoadError(f_.name, name,
+                      "has shape " + json(t.shape).dump() + ", expected " + json(shape).dump());
     }
     if (t.dtype->decode == nullptr) {
-      throw LoadError(f_.name, name, std::string("dtype ") + t.dtype->name +
-                                         " is not supported (supported: F32, F16, BF16)");
+      throw LoadError(
+          f_.name, name,
+          std::string("dtype ") + t.dtype->name + " is not supported (supported: F32, F16, BF16)");
     }
     return decode_tensor(t.dtype->decode, f_.tensor_data(t), t.n_elements, f_.name, name);
   }
@@ -151,8 +156,9 @@ Model load_hf_model(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(weights_path, ec) &&
       fs::exists(fs::path(dir) / "model.safetensors.index.json", ec)) {
-    throw LoadError(weights_path, "file",
-                    "missing; sharded checkpoints (model.safetensors.index.json) are not supported");
+    throw LoadError(
+        weights_path, "file",
+        "missing; sharded checkpoints (model.safetensors.index.json) are not supported");
   }
   const std::string config_text = read_text_file(config_path);
   const MappedFile weights(weights_path);
@@ -201,15 +207,20 @@ Model load_hf_from_memory(const std::string& config_json, const uint8_t* safeten
 HfCheckpoint save_hf(const Model& model, const std::string& dtype) {
   const ModelConfig& c = model.config;
   if (c.rope_style != RopeStyle::kRotateHalf) {
-    throw InvalidArgument("save_hf: " + model.source +
-                          " uses adjacent-pair RoPE; Hugging Face Llama weights expect rotate-half");
+    throw InvalidArgument(
+        "save_hf: " + model.source +
+        " uses adjacent-pair RoPE; Hugging Face Llama weights expect rotate-half");
   }
-  std::vector<uint8_t> (*encode)(const std::vector<float>&) =
-      dtype == "F32" ? encode_f32 : dtype == "F16" ? encode_f16 : dtype == "BF16" ? encode_bf16 : nullptr;
-  if (encode == nullptr) throw InvalidArgument("save_hf: dtype '" + dtype + "' is not F32, F16 or BF16");
+  std::vector<uint8_t> (*encode)(const std::vector<float>&) = dtype == "F32"    ? encode_f32
+                                                              : dtype == "F16"  ? encode_f16
+                                                              : dtype == "BF16" ? encode_bf16
+                                                                                : nullptr;
+  if (encode == nullptr)
+    throw InvalidArgument("save_hf: dtype '" + dtype + "' is not F32, F16 or BF16");
   const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
   std::vector<SafetensorsEntry> entries;
-  auto add = [&](const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& t) {
+  auto add = [&](const std::string& name, std::vector<uint64_t> shape,
+                 const std::vector<float>& t) {
     entries.push_back({name, dtype, std::move(shape), encode(t)});
   };
   add("model.embed_tokens.weight", {v, d}, model.token_embedding);
@@ -243,7 +254,9 @@ HfCheckpoint save_hf(const Model& model, const std::string& dtype) {
                        {"rms_norm_eps", c.norm_eps},
                        {"rope_scaling", nullptr},
                        {"tie_word_embeddings", c.tied_classifier},
-                       {"torch_dtype", dtype == "F32" ? "float32" : dtype == "F16" ? "float16" : "bfloat16"}};
+                       {"torch_dtype", dtype == "F32"   ? "float32"
+                                       : dtype == "F16" ? "float16"
+                                                        : "bfloat16"}};
   return {config.dump(2), save_safetensors(entries, {{"format", "pt"}})};
 }
 

@@ -64,8 +64,8 @@ Model load_hf_from_memory(const std::string& config_json, const uint8_t* safeten
 
 /// \brief The two files of a Hugging Face checkpoint, in memory.
 struct HfCheckpoint {
-  std::string config_json;            ///< config.json text
-  std::vector<uint8_t> safetensors;   ///< model.safetensors bytes
+  std::string config_json;           ///< config.json text
+  std::vector<uint8_t> safetensors;  ///< model.safetensors bytes
 };
 
 /// \brief `model` as a Hugging Face Llama checkpoint with tensors stored as `dtype` ("F32",

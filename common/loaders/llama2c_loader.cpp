@@ -16,10 +16,9 @@ constexpr float kLlama2cRopeTheta = 10000.0f;
 constexpr float kLlama2cNormEps = 1e-5f;
 
 /// The header fields in file order, for error messages.
-constexpr const char* kHeaderFields[7] = {"header.dim",        "header.hidden_dim",
-                                          "header.n_layers",   "header.n_heads",
-                                          "header.n_kv_heads", "header.vocab_size",
-                                          "header.seq_len"};
+constexpr const char* kHeaderFields[7] = {
+    "header.dim",        "header.hidden_dim", "header.n_layers", "header.n_heads",
+    "header.n_kv_heads", "header.vocab_size", "header.seq_len"};
 
 ModelConfig config_from_header(const int32_t h[7], const std::string& name) {
   for (int i = 0; i < 7; ++i) {
@@ -67,6 +66,12 @@ Model load_llama2c_from_memory(const uint8_t* data, size_t size, const std::stri
     in.fail("header", "the file has " + std::to_string(size) + " bytes, fewer than the " +
                           std::to_string(kLlama2cHeaderBytes) + "-byte llama2.c header");
   }
+  // llama2.c's later export versions (v1 fp32, v2 int8) start with the magic "ak42"; as a v0
+  // header it would read as a meaningless dim, so name the real problem instead.
+  if (std::memcmp(data, "ak42", 4) == 0) {
+    in.fail("header", "starts with \"ak42\", a llama2.c v1/v2 export; only v0 (legacy, "
+                      "`export.py --version 0`) is supported");
+  }
   int32_t header[7];
   for (int i = 0; i < 7; ++i) header[i] = in.read<int32_t>(kHeaderFields[i]);
 
@@ -79,17 +84,17 @@ Model load_llama2c_from_memory(const uint8_t* data, size_t size, const std::stri
   // so these products fit in 64 bits, but checked arithmetic keeps that an explicit fact.
   const uint64_t weights = uint64_t(c.param_count());
   const uint64_t floats = checked_add(weights, freq_cis_floats(c), name, "file size");
-  const uint64_t expected =
-      checked_add(kLlama2cHeaderBytes, checked_mul(floats, 4, name, "file size"), name,
-                  "file size");
+  const uint64_t expected = checked_add(
+      kLlama2cHeaderBytes, checked_mul(floats, 4, name, "file size"), name, "file size");
   if (expected != size) {
-    in.fail("file size",
-            std::to_string(size) + " bytes, but the header (dim=" + std::to_string(c.dim) +
-                " hidden_dim=" + std::to_string(c.hidden_dim) + " n_layers=" +
-                std::to_string(c.n_layers) + " n_heads=" + std::to_string(c.n_heads) +
-                " n_kv_heads=" + std::to_string(c.n_kv_heads) + " vocab_size=" +
-                std::to_string(header[5]) + " seq_len=" + std::to_string(c.max_seq_len) +
-                ") implies " + std::to_string(expected));
+    in.fail(
+        "file size",
+        std::to_string(size) + " bytes, but the header (dim=" + std::to_string(c.dim) +
+            " hidden_dim=" + std::to_string(c.hidden_dim) +
+            " n_layers=" + std::to_string(c.n_layers) + " n_heads=" + std::to_string(c.n_heads) +
+            " n_kv_heads=" + std::to_string(c.n_kv_heads) +
+            " vocab_size=" + std::to_string(header[5]) +
+            " seq_len=" + std::to_string(c.max_seq_len) + ") implies " + std::to_string(expected));
   }
 
   const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim();

@@ -15,11 +15,10 @@ using nlohmann::json;
 
 // The dtypes of the safetensors specification; only the float ones decode for now.
 constexpr SafetensorsDtype kDtypes[] = {
-    {"F32", 4, decode_f32},  {"F16", 2, decode_f16}, {"BF16", 2, decode_bf16},
-    {"F64", 8, nullptr},     {"I64", 8, nullptr},    {"U64", 8, nullptr},
-    {"I32", 4, nullptr},     {"U32", 4, nullptr},    {"I16", 2, nullptr},
-    {"U16", 2, nullptr},     {"I8", 1, nullptr},     {"U8", 1, nullptr},
-    {"BOOL", 1, nullptr},    {"F8_E4M3", 1, nullptr}, {"F8_E5M2", 1, nullptr},
+    {"F32", 4, decode_f32}, {"F16", 2, decode_f16},  {"BF16", 2, decode_bf16}, {"F64", 8, nullptr},
+    {"I64", 8, nullptr},    {"U64", 8, nullptr},     {"I32", 4, nullptr},      {"U32", 4, nullptr},
+    {"I16", 2, nullptr},    {"U16", 2, nullptr},     {"I8", 1, nullptr},       {"U8", 1, nullptr},
+    {"BOOL", 1, nullptr},   {"F8_E4M3", 1, nullptr}, {"F8_E5M2", 1, nullptr},
 };
 
 const SafetensorsDtype* find_dtype(const std::string& name) {
@@ -61,15 +60,15 @@ SafetensorsTensor parse_entry(const std::string& name, const json& e, const Byte
   t.begin = as_u64(offsets[0], in, name + ".data_offsets");
   t.end = as_u64(offsets[1], in, name + ".data_offsets");
   if (t.begin > t.end || t.end > data_size) {
-    in.fail(name + ".data_offsets",
-            "[" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
-                ") is not inside the data section of " + std::to_string(data_size) + " bytes");
+    in.fail(name + ".data_offsets", "[" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                                        ") is not inside the data section of " +
+                                        std::to_string(data_size) + " bytes");
   }
   const uint64_t expected = checked_mul(t.n_elements, t.dtype->element_size, in.file(), name);
   if (t.end - t.begin != expected) {
-    in.fail(name + ".data_offsets",
-            "spans " + std::to_string(t.end - t.begin) + " bytes, but shape x " +
-                t.dtype->name + " needs " + std::to_string(expected));
+    in.fail(name + ".data_offsets", "spans " + std::to_string(t.end - t.begin) +
+                                        " bytes, but shape x " + t.dtype->name + " needs " +
+                                        std::to_string(expected));
   }
   return t;
 }
@@ -116,8 +115,9 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::s
     }
     f.tensors.push_back(parse_entry(key, value, in, data_size));
   }
-  std::sort(f.tensors.begin(), f.tensors.end(),
-            [](const SafetensorsTensor& a, const SafetensorsTensor& b) { return a.begin < b.begin; });
+  std::sort(
+      f.tensors.begin(), f.tensors.end(),
+      [](const SafetensorsTensor& a, const SafetensorsTensor& b) { return a.begin < b.begin; });
   for (size_t i = 1; i < f.tensors.size(); ++i) {
     if (f.tensors[i].begin < f.tensors[i - 1].end) {
       in.fail(f.tensors[i].name + ".data_offsets", "overlaps tensor " + f.tensors[i - 1].name);

@@ -30,21 +30,21 @@ struct SafetensorsDtype {
 
 /// \brief One tensor entry of the header, with its byte range already checked.
 struct SafetensorsTensor {
-  std::string name;                ///< e.g. "model.layers.0.self_attn.q_proj.weight"
-  const SafetensorsDtype* dtype;   ///< never null once parsed
-  std::vector<uint64_t> shape;     ///< outermost first (row-major): [rows, cols]
-  uint64_t begin = 0;              ///< first byte, relative to the data section
-  uint64_t end = 0;                ///< one past the last byte
-  uint64_t n_elements = 0;         ///< product of shape (1 for a scalar)
+  std::string name;               ///< e.g. "model.layers.0.self_attn.q_proj.weight"
+  const SafetensorsDtype* dtype;  ///< never null once parsed
+  std::vector<uint64_t> shape;    ///< outermost first (row-major): [rows, cols]
+  uint64_t begin = 0;             ///< first byte, relative to the data section
+  uint64_t end = 0;               ///< one past the last byte
+  uint64_t n_elements = 0;        ///< product of shape (1 for a scalar)
 };
 
 /// \brief A parsed safetensors file. It points into the bytes it was parsed from.
 struct SafetensorsFile {
-  std::string name;                              ///< file name for error messages
-  std::vector<SafetensorsTensor> tensors;        ///< sorted by begin offset
-  std::map<std::string, std::string> metadata;   ///< the optional `__metadata__` object
-  uint64_t data_offset = 0;                      ///< absolute offset of the data section
-  const uint8_t* bytes = nullptr;                ///< the whole file
+  std::string name;                             ///< file name for error messages
+  std::vector<SafetensorsTensor> tensors;       ///< sorted by begin offset
+  std::map<std::string, std::string> metadata;  ///< the optional `__metadata__` object
+  uint64_t data_offset = 0;                     ///< absolute offset of the data section
+  const uint8_t* bytes = nullptr;               ///< the whole file
 
   /// \brief The tensor called `name`, or nullptr.
   const SafetensorsTensor* find(const std::string& name) const;
@@ -63,10 +63,10 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::s
 
 /// \brief One tensor for `save_safetensors`: its name, dtype name, shape and encoded bytes.
 struct SafetensorsEntry {
-  std::string name;              ///< tensor name
-  std::string dtype;             ///< "F32", "F16", "BF16", …
-  std::vector<uint64_t> shape;   ///< row-major shape
-  std::vector<uint8_t> bytes;    ///< the stored data
+  std::string name;             ///< tensor name
+  std::string dtype;            ///< "F32", "F16", "BF16", …
+  std::vector<uint64_t> shape;  ///< row-major shape
+  std::vector<uint8_t> bytes;   ///< the stored data
 };
 /// \brief Builds a safetensors file from `entries` (stored in the order given) and optional
 /// `__metadata__`; the inverse of `parse_safetensors`.

@@ -82,14 +82,15 @@ Model make_synthetic_model(const ModelConfig& config, uint64_t seed, int64_t max
   const int64_t bytes = m.weight_bytes(4);
   if (bytes > max_bytes) {
     throw InvalidArgument(c.name + " has " + std::to_string(c.param_count()) + " parameters (" +
-                          std::to_string(bytes >> 20) + " MiB in fp32), more than the host limit of " +
+                          std::to_string(bytes >> 20) +
+                          " MiB in fp32), more than the host limit of " +
                           std::to_string(max_bytes >> 20) +
                           " MiB; use synthetic_config() for its shapes, or the GPU path that "
                           "generates the weights on the device");
   }
   const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
-  const float in_dim = 1.0f / std::sqrt(float(d));   // fan_in = dim: wq, wk, wv, w1, w3, classifier
-  const float in_q = 1.0f / std::sqrt(float(q));     // fan_in = q_dim: wo
+  const float in_dim = 1.0f / std::sqrt(float(d));  // fan_in = dim: wq, wk, wv, w1, w3, classifier
+  const float in_q = 1.0f / std::sqrt(float(q));    // fan_in = q_dim: wo
   const float in_hidden = 1.0f / std::sqrt(float(h));  // fan_in = hidden_dim: w2
   m.token_embedding = draw(seed, synthetic_tensor_id(SyntheticTensor::kEmbedding), v * d, 1.0f);
   m.layers.resize(c.n_layers);

@@ -77,7 +77,7 @@ inline uint32_t synthetic_tensor_id(int layer, SyntheticLayerTensor tensor) {
 /// word i % 4 — a pure function of its arguments.
 inline float synthetic_weight(uint64_t seed, uint32_t tensor_id, uint64_t i, float std) {
   const Philox4x32 r = random_bits(seed, i / 4, RngStream::kWeights, tensor_id);
-  const float u = uniform_float(r[i % 4]);   // [0, 1)
+  const float u = uniform_float(r[i % 4]);  // [0, 1)
   return (2.0f * u - 1.0f) * (1.7320508f * std);
 }
 

@@ -61,9 +61,9 @@ std::vector<float> decode_tensor(TensorDecoder decoder, const uint8_t* src, uint
   decoder(src, n, out.data());
   for (uint64_t i = 0; i < n; ++i) {
     if (!std::isfinite(out[i])) {
-      throw LoadError(file, tensor,
-                      "element " + std::to_string(i) + " is " +
-                          (std::isnan(out[i]) ? "NaN" : "infinite"));
+      throw LoadError(
+          file, tensor,
+          "element " + std::to_string(i) + " is " + (std::isnan(out[i]) ? "NaN" : "infinite"));
     }
   }
   return out;

@@ -44,8 +44,8 @@ TEST(ByteReader, HugeLengthsCannotWrapTheOffsetAround) {
   ByteReader in(bytes.data(), bytes.size(), "mem");
   in.read<uint64_t>("a");
   // offset 8 + (2^64 - 4) wraps to 4 in unchecked arithmetic; it must be rejected.
-  expect_load_error([&] { in.read_bytes(std::numeric_limits<uint64_t>::max() - 3, "len"); },
-                    "mem", "len");
+  expect_load_error([&] { in.read_bytes(std::numeric_limits<uint64_t>::max() - 3, "len"); }, "mem",
+                    "len");
   expect_load_error([&] { in.bytes_at(std::numeric_limits<uint64_t>::max(), 2, "at"); }, "mem",
                     "at");
   expect_load_error([&] { in.seek(17, "seek"); }, "mem", "seek");
@@ -71,9 +71,9 @@ TEST(CheckedArithmetic, OverflowIsALoadErrorNamingTheField) {
 TEST(HalfFloat, KnownFp16Patterns) {
   EXPECT_EQ(fp16_to_fp32(0x3C00), 1.0f);
   EXPECT_EQ(fp16_to_fp32(0xC000), -2.0f);
-  EXPECT_EQ(fp16_to_fp32(0x7BFF), 65504.0f);              // largest finite fp16
-  EXPECT_EQ(fp16_to_fp32(0x0400), std::ldexp(1.0f, -14));  // smallest normal
-  EXPECT_EQ(fp16_to_fp32(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(fp16_to_fp32(0x7BFF), 65504.0f);                  // largest finite fp16
+  EXPECT_EQ(fp16_to_fp32(0x0400), std::ldexp(1.0f, -14));     // smallest normal
+  EXPECT_EQ(fp16_to_fp32(0x0001), std::ldexp(1.0f, -24));     // smallest subnormal
   EXPECT_EQ(fp16_to_fp32(0x3555), (1024 + 0x155) / 4096.0f);  // 1.0101010101b * 2^-2
   EXPECT_TRUE(std::signbit(fp16_to_fp32(0x8000)));
   EXPECT_EQ(fp16_to_fp32(0x7C00), std::numeric_limits<float>::infinity());
@@ -117,7 +117,9 @@ TEST(DecodeTensor, DecodesUnalignedFp16) {
 TEST(DecodeTensor, NonFiniteValueNamesTensorAndElement) {
   const float values[3] = {1.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f};
   expect_load_error(
-      [&] { decode_tensor(decode_f32, reinterpret_cast<const uint8_t*>(values), 3, "m.bin", "wq"); },
+      [&] {
+        decode_tensor(decode_f32, reinterpret_cast<const uint8_t*>(values), 3, "m.bin", "wq");
+      },
       "m.bin", "wq", "element 1 is NaN");
   const float inf[1] = {-std::numeric_limits<float>::infinity()};
   expect_load_error(

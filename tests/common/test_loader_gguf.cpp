@@ -55,10 +55,11 @@ TEST(GgufFile, ParsesEveryMetadataValueTypeFromHandWrittenBytes) {
   g.key("u64", 10).put<uint64_t>(uint64_t(1) << 63);
   g.key("i64", 11).put<int64_t>(-(int64_t(1) << 62));
   g.key("f64", 12).put<double>(-1.5e300);
-  g.key("arr", 9).put<uint32_t>(2).put<uint64_t>(3).put<uint16_t>(1).put<uint16_t>(2).put<uint16_t>(3);
-  g.key("nested", 9).put<uint32_t>(9).put<uint64_t>(2);           // array of arrays
-  g.put<uint32_t>(8).put<uint64_t>(1).str("a");                     //   ["a"]
-  g.put<uint32_t>(8).put<uint64_t>(0);                              //   []
+  g.key("arr", 9).put<uint32_t>(2).put<uint64_t>(3).put<uint16_t>(1).put<uint16_t>(2).put<uint16_t>(
+      3);
+  g.key("nested", 9).put<uint32_t>(9).put<uint64_t>(2);  // array of arrays
+  g.put<uint32_t>(8).put<uint64_t>(1).str("a");          //   ["a"]
+  g.put<uint32_t>(8).put<uint64_t>(0);                   //   []
   g.key("empty", 9).put<uint32_t>(6).put<uint64_t>(0);
   const GgufFile f = parse_gguf(g.b.data(), g.b.size(), "hand.gguf");
   const GgufMetadata& m = f.metadata;
@@ -268,7 +269,8 @@ TEST(GgufFile, RejectsRowLengthThatIsNotAWholeNumberOfBlocks) {
   std::vector<uint8_t> bytes = save_gguf(micro_model(true), kGgmlTypeF32);
   testing::patch<uint32_t>(bytes, type_field_offset(bytes, "blk.1.ffn_up.weight"), 8);  // Q8_0
   expect_load_error([&] { parse_gguf(bytes.data(), bytes.size(), "q.gguf"); }, "q.gguf",
-                    "blk.1.ffn_up.weight", "row length 8 is not a multiple of the Q8_0 block size 32");
+                    "blk.1.ffn_up.weight",
+                    "row length 8 is not a multiple of the Q8_0 block size 32");
 }
 
 }  // namespace

@@ -94,8 +94,8 @@ TEST(GgufLoaderBadInput, TruncatedFilesAreRejectedAtEveryCut) {
   const std::vector<uint8_t> full = good_file();
   const size_t infos = find_bytes(full, "token_embd.weight");
   // Cuts inside: magic, version, counts, a key, a string array, tensor infos, data.
-  for (size_t cut : {size_t(0), size_t(2), size_t(6), size_t(20), size_t(40), size_t(300),
-                     infos, infos + 20, full.size() / 2, full.size() - 1}) {
+  for (size_t cut : {size_t(0), size_t(2), size_t(6), size_t(20), size_t(40), size_t(300), infos,
+                     infos + 20, full.size() / 2, full.size() - 1}) {
     SCOPED_TRACE("cut at " + std::to_string(cut));
     const std::vector<uint8_t> bytes(full.begin(), full.begin() + cut);
     try {
@@ -131,7 +131,8 @@ TEST(GgufLoaderBadInput, AbsurdCountsFailFastWithoutAllocating) {
 TEST(GgufLoaderBadInput, StringLengthPastTheEndIsRejected) {
   std::vector<uint8_t> bytes = good_file();
   patch<uint64_t>(bytes, 24, uint64_t(1) << 62);  // length of the first key
-  expect_load_error([&] { load(bytes); }, kFile, "metadata[0].key", "needs 4611686018427387904 bytes");
+  expect_load_error([&] { load(bytes); }, kFile, "metadata[0].key",
+                    "needs 4611686018427387904 bytes");
 }
 
 TEST(GgufLoaderBadInput, ArrayCountPastTheEndIsRejected) {
@@ -167,10 +168,16 @@ TEST(GgufLoaderBadInput, DuplicateKeyIsRejected) {
 }
 
 TEST(GgufLoaderBadInput, BadAlignmentIsRejected) {
-  expect_load_error([&] { load(file_with({{"general.alignment", gguf_uint32(24)}})); }, kFile,
-                    "general.alignment", "not a power of two");
-  expect_load_error([&] { load(file_with({{"general.alignment", gguf_string("32")}})); }, kFile,
-                    "general.alignment", "expected uint32");
+  expect_load_error(
+      [&] {
+        load(file_with({{"general.alignment", gguf_uint32(24)}}));
+      },
+      kFile, "general.alignment", "not a power of two");
+  expect_load_error(
+      [&] {
+        load(file_with({{"general.alignment", gguf_string("32")}}));
+      },
+      kFile, "general.alignment", "expected uint32");
 }
 
 TEST(GgufLoaderBadInput, TensorRangeOutsideTheFileIsRejected) {
@@ -178,7 +185,7 @@ TEST(GgufLoaderBadInput, TensorRangeOutsideTheFileIsRejected) {
   const size_t info = tensor_info(bytes, "blk.1.attn_v.weight");  // n_dims = 2
   patch<uint64_t>(bytes, info + 4 + 16 + 4, uint64_t(1) << 20);   // offset
   expect_load_error([&] { load(bytes); }, kFile, "blk.1.attn_v.weight", "needs 128 bytes");
-  patch<uint64_t>(bytes, info + 4 + 16 + 4, ~uint64_t(0) - 31);   // offset + data_offset wraps
+  patch<uint64_t>(bytes, info + 4 + 16 + 4, ~uint64_t(0) - 31);  // offset + data_offset wraps
   expect_load_error([&] { load(bytes); }, kFile, "blk.1.attn_v.weight");
 }
 
@@ -187,9 +194,11 @@ TEST(GgufLoaderBadInput, MisalignedAndOverlappingTensorsAreRejected) {
   const size_t info = tensor_info(bytes, "blk.0.attn_q.weight");
   const uint64_t offset = peek<uint64_t>(bytes, info + 4 + 16 + 4);
   patch<uint64_t>(bytes, info + 4 + 16 + 4, offset + 4);
-  expect_load_error([&] { load(bytes); }, kFile, "blk.0.attn_q.weight", "not a multiple of the alignment 32");
+  expect_load_error([&] { load(bytes); }, kFile, "blk.0.attn_q.weight",
+                    "not a multiple of the alignment 32");
   patch<uint64_t>(bytes, info + 4 + 16 + 4, 0);  // on top of token_embd.weight
-  const std::string msg = expect_load_error([&] { load(bytes); }, kFile, "blk.0.attn_q.weight", "overlaps");
+  const std::string msg =
+      expect_load_error([&] { load(bytes); }, kFile, "blk.0.attn_q.weight", "overlaps");
 }
 
 TEST(GgufLoaderBadInput, AbsurdTensorDimensionsAreRejectedBeforeAllocating) {
@@ -208,7 +217,8 @@ TEST(GgufLoaderBadInput, AbsurdTensorDimensionsAreRejectedBeforeAllocating) {
 TEST(GgufLoaderBadInput, UnknownGgmlTypeNamesTensorAndType) {
   std::vector<uint8_t> bytes = good_file();
   patch<uint32_t>(bytes, tensor_info(bytes, "output.weight") + 4 + 16, 99);
-  expect_load_error([&] { load(bytes); }, kFile, "output.weight", "ggml type 99 is not in nanoserve's table");
+  expect_load_error([&] { load(bytes); }, kFile, "output.weight",
+                    "ggml type 99 is not in nanoserve's table");
 }
 
 TEST(GgufLoaderBadInput, MissingOrMisshapenTensorsAreRejected) {
@@ -220,7 +230,8 @@ TEST(GgufLoaderBadInput, MissingOrMisshapenTensorsAreRejected) {
   const size_t info = tensor_info(bytes, "blk.0.ffn_gate.weight");  // [8, 12]
   patch<uint64_t>(bytes, info + 4, 12);
   patch<uint64_t>(bytes, info + 12, 8);
-  expect_load_error([&] { load(bytes); }, kFile, "blk.0.ffn_gate.weight", "has shape [12, 8], expected [8, 12]");
+  expect_load_error([&] { load(bytes); }, kFile, "blk.0.ffn_gate.weight",
+                    "has shape [12, 8], expected [8, 12]");
 }
 
 TEST(GgufLoaderBadInput, NanWeightNamesTheTensor) {
@@ -236,10 +247,15 @@ TEST(GgufLoaderBadInput, MetadataThatIsNotALlamaIsRejected) {
                     "general.architecture", "missing");
   std::vector<uint8_t> bytes = good_file();
   bytes[find_gguf_string(bytes, "llama")] = 'x';  // the architecture value -> "xlama"
-  expect_load_error([&] { load(bytes); }, kFile, "general.architecture", "\"xlama\" is not supported");
-  expect_load_error([&] { load(file_with({}, "llama.block_count")); }, kFile, "llama.block_count", "missing");
-  expect_load_error([&] { load(file_with({{"llama.rope.scaling.type", gguf_string("linear")}})); },
-                    kFile, "llama.rope.scaling.type", "\"linear\" is not supported");
+  expect_load_error([&] { load(bytes); }, kFile, "general.architecture",
+                    "\"xlama\" is not supported");
+  expect_load_error([&] { load(file_with({}, "llama.block_count")); }, kFile, "llama.block_count",
+                    "missing");
+  expect_load_error(
+      [&] {
+        load(file_with({{"llama.rope.scaling.type", gguf_string("linear")}}));
+      },
+      kFile, "llama.rope.scaling.type", "\"linear\" is not supported");
 }
 
 TEST(GgufLoaderBadInput, AbsurdOrInconsistentDimensionsAreRejected) {
@@ -249,14 +265,18 @@ TEST(GgufLoaderBadInput, AbsurdOrInconsistentDimensionsAreRejected) {
     return bytes;
   };
   expect_load_error([&] { load(with_u32("llama.block_count", 1u << 30)); }, kFile, "n_layers");
-  expect_load_error([&] { load(with_u32("llama.attention.head_count_kv", 3)); }, kFile, "n_kv_heads");
+  expect_load_error([&] { load(with_u32("llama.attention.head_count_kv", 3)); }, kFile,
+                    "n_kv_heads");
   expect_load_error([&] { load(with_u32("llama.rope.dimension_count", 2)); }, kFile,
                     "llama.rope.dimension_count", "partial rotary");
   expect_load_error([&] { load(with_u32("llama.embedding_length", 16)); }, kFile,
                     "token_embd.weight", "expected [16, 10]");
-  expect_load_error([&] { load(file_with({{"llama.attention.layer_norm_rms_epsilon", gguf_float32(-1.0f)}},
-                                         "llama.attention.layer_norm_rms_epsilon")); },
-                    kFile, "llama.attention.layer_norm_rms_epsilon", "not a positive finite float");
+  expect_load_error(
+      [&] {
+        load(file_with({{"llama.attention.layer_norm_rms_epsilon", gguf_float32(-1.0f)}},
+                       "llama.attention.layer_norm_rms_epsilon"));
+      },
+      kFile, "llama.attention.layer_norm_rms_epsilon", "not a positive finite float");
 }
 
 TEST(GgufVocabularyBadInput, SpecialIdsAndArrayLengthsAreChecked) {
@@ -267,18 +287,24 @@ TEST(GgufVocabularyBadInput, SpecialIdsAndArrayLengthsAreChecked) {
   std::vector<uint8_t> bytes = good_file();
   const std::string bos = "tokenizer.ggml.bos_token_id";
   patch<uint32_t>(bytes, find_gguf_string(bytes, bos) + bos.size() + 4, 10);
-  expect_load_error([&] { vocab(bytes); }, kFile, bos, "token id 10 is outside the vocabulary of 10");
+  expect_load_error([&] { vocab(bytes); }, kFile, bos,
+                    "token id 10 is outside the vocabulary of 10");
   GgufArray short_scores{GgufType::kFloat32, {GgufValue{1.0f}}};
-  expect_load_error([&] { vocab(file_with({{"tokenizer.ggml.scores", GgufValue{short_scores}}},
-                                          "tokenizer.ggml.scores")); },
-                    kFile, "tokenizer.ggml.scores", "1 entries for 10 tokens");
+  expect_load_error(
+      [&] {
+        vocab(file_with({{"tokenizer.ggml.scores", GgufValue{short_scores}}},
+                        "tokenizer.ggml.scores"));
+      },
+      kFile, "tokenizer.ggml.scores", "1 entries for 10 tokens");
   expect_load_error([&] { vocab(file_with({}, "tokenizer.ggml.tokens")); }, kFile,
                     "tokenizer.ggml.tokens", "is missing");
   // The embedding's row count is the vocabulary size; the token list must agree with it.
   GgufArray tokens{GgufType::kString, {GgufValue{std::string("a")}}};
-  expect_load_error([&] { load(file_with({{"tokenizer.ggml.tokens", GgufValue{tokens}}},
-                                         "tokenizer.ggml.tokens")); },
-                    kFile, "tokenizer.ggml.tokens", "1 tokens, but token_embd.weight has 10 rows");
+  expect_load_error(
+      [&] {
+        load(file_with({{"tokenizer.ggml.tokens", GgufValue{tokens}}}, "tokenizer.ggml.tokens"));
+      },
+      kFile, "tokenizer.ggml.tokens", "1 tokens, but token_embd.weight has 10 rows");
 }
 
 }  // namespace

@@ -112,12 +112,14 @@ TEST(HfLoader, TiedModelStoredOnlyAsLmHeadWithAliasLoads) {
   // TinyStories-656K's layout: only lm_head.weight stored, __metadata__ maps the embedding.
   const Model want = hf_micro(true);
   const HfCheckpoint ckpt = save_hf(want, "F32");
-  const SafetensorsFile st = parse_safetensors(ckpt.safetensors.data(), ckpt.safetensors.size(), "s");
+  const SafetensorsFile st =
+      parse_safetensors(ckpt.safetensors.data(), ckpt.safetensors.size(), "s");
   std::vector<SafetensorsEntry> entries;
   for (const SafetensorsTensor& t : st.tensors) {
     const uint8_t* p = st.tensor_data(t);
     const std::string name = t.name == "model.embed_tokens.weight" ? "lm_head.weight" : t.name;
-    entries.push_back({name, t.dtype->name, t.shape, std::vector<uint8_t>(p, p + (t.end - t.begin))});
+    entries.push_back(
+        {name, t.dtype->name, t.shape, std::vector<uint8_t>(p, p + (t.end - t.begin))});
   }
   for (const bool alias : {true, false}) {
     SCOPED_TRACE(alias ? "with alias" : "without alias: tied falls back to lm_head");

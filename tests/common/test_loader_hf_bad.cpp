@@ -89,8 +89,9 @@ TEST(HfLoaderBadInput, HeaderThatIsNotJsonIsRejected) {
   bytes[8] = '[';
   bytes[9] = '}';
   expect_load_error([&] { load(good().config_json, bytes); }, kSt, "header", "is not valid JSON");
-  expect_load_error([&] { load(good().config_json, with_header([](json& h) { h = json::array(); })); },
-                    kSt, "header", "not a JSON object");
+  expect_load_error(
+      [&] { load(good().config_json, with_header([](json& h) { h = json::array(); })); }, kSt,
+      "header", "not a JSON object");
 }
 
 TEST(HfLoaderBadInput, BadTensorEntriesNameTheTensor) {
@@ -100,18 +101,28 @@ TEST(HfLoaderBadInput, BadTensorEntriesNameTheTensor) {
                     q + ".dtype", "unknown dtype \"Q4\"");
   expect_load_error([&] { load(cfg, with_header([&](json& h) { h[q].erase("shape"); })); }, kSt, q,
                     "no \"shape\"");
-  expect_load_error([&] { load(cfg, with_header([&](json& h) { h[q]["shape"] = {8, -8}; })); }, kSt,
+  expect_load_error([&] { load(cfg, with_header([&](json& h) {
+                                 h[q]["shape"] = {8, -8};
+                               })); }, kSt,
                     q + ".shape", "non-negative integer");
-  expect_load_error([&] { load(cfg, with_header([&](json& h) { h[q]["shape"] = {1ull << 40, 1ull << 40}; })); },
-                    kSt, q + ".shape", "overflows");
-  expect_load_error([&] { load(cfg, with_header([&](json& h) { h[q]["data_offsets"] = {0, 1ull << 40}; })); },
-                    kSt, q + ".data_offsets", "not inside the data section");
-  expect_load_error([&] { load(cfg, with_header([&](json& h) { h[q]["data_offsets"][1] = 8; })); }, kSt,
-                    q + ".data_offsets", "not inside");  // end before begin
-  expect_load_error([&] { load(cfg, with_header([&](json& h) { h[q]["shape"] = {8, 4}; })); }, kSt,
+  expect_load_error(
+      [&] {
+        load(cfg, with_header([&](json& h) { h[q]["shape"] = {1ull << 40, 1ull << 40}; }));
+      },
+      kSt, q + ".shape", "overflows");
+  expect_load_error(
+      [&] {
+        load(cfg, with_header([&](json& h) { h[q]["data_offsets"] = {0, 1ull << 40}; }));
+      },
+      kSt, q + ".data_offsets", "not inside the data section");
+  expect_load_error([&] { load(cfg, with_header([&](json& h) { h[q]["data_offsets"][1] = 8; })); },
+                    kSt, q + ".data_offsets", "not inside");  // end before begin
+  expect_load_error([&] { load(cfg, with_header([&](json& h) {
+                                 h[q]["shape"] = {8, 4};
+                               })); }, kSt,
                     q + ".data_offsets", "needs 128");
-  expect_load_error([&] { load(cfg, with_header([&](json& h) { h["__metadata__"]["x"] = 3; })); }, kSt,
-                    "__metadata__.x", "not a string");
+  expect_load_error([&] { load(cfg, with_header([&](json& h) { h["__metadata__"]["x"] = 3; })); },
+                    kSt, "__metadata__.x", "not a string");
 }
 
 TEST(HfLoaderBadInput, OverlappingTensorsAreRejected) {
@@ -128,10 +139,12 @@ TEST(HfLoaderBadInput, MissingMisshapenOrUnsupportedTensorsAreRejected) {
   const std::string down = "model.layers.0.mlp.down_proj.weight";
   expect_load_error([&] { load(cfg, with_header([&](json& h) { h.erase(down); })); }, kSt, down,
                     "tensor is missing");
-  expect_load_error([&] { load(cfg, with_header([&](json& h) { h[down]["shape"] = {12, 8}; })); },
+  expect_load_error([&] { load(cfg, with_header([&](json& h) {
+                                 h[down]["shape"] = {12, 8};
+                               })); },
                     kSt, down, "has shape [12,8], expected [8,12]");
-  expect_load_error([&] { load(cfg, with_header([&](json& h) { h[down]["dtype"] = "I32"; })); }, kSt,
-                    down, "dtype I32 is not supported");
+  expect_load_error([&] { load(cfg, with_header([&](json& h) { h[down]["dtype"] = "I32"; })); },
+                    kSt, down, "dtype I32 is not supported");
 }
 
 TEST(HfLoaderBadInput, NanWeightNamesTheTensor) {
@@ -148,35 +161,45 @@ TEST(HfLoaderBadInput, ConfigThatIsNotJsonOrNotALlamaIsRejected) {
   const std::vector<uint8_t> st = good().safetensors;
   expect_load_error([&] { load("{\"hidden_size\": 8,", st); }, kConfig, "json", "not valid JSON");
   expect_load_error([&] { load("[1, 2]", st); }, kConfig, "json", "not a JSON object");
-  expect_load_error([&] { load(with_config([](json& c) {
-                                 c["model_type"] = "gpt2";
-                                 c["architectures"] = {"GPT2LMHeadModel"};
-                               }), st); },
-                    kConfig, "model_type", "only Llama");
+  expect_load_error(
+      [&] {
+        load(with_config([](json& c) {
+               c["model_type"] = "gpt2";
+               c["architectures"] = {"GPT2LMHeadModel"};
+             }),
+             st);
+      },
+      kConfig, "model_type", "only Llama");
   expect_load_error([&] { load(with_config([](json& c) { c["hidden_act"] = "gelu"; }), st); },
                     kConfig, "hidden_act", "\"gelu\" is not supported");
-  expect_load_error([&] { load(with_config([](json& c) {
-                                 c["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
-                               }), st); },
-                    kConfig, "rope_scaling", "not implemented");
+  expect_load_error(
+      [&] {
+        load(with_config([](json& c) {
+               c["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+             }),
+             st);
+      },
+      kConfig, "rope_scaling", "not implemented");
   expect_load_error([&] { load(with_config([](json& c) { c["attention_bias"] = true; }), st); },
                     kConfig, "attention_bias", "no biases");
 }
 
 TEST(HfLoaderBadInput, MissingAbsurdOrInconsistentConfigValuesAreRejected) {
   const std::vector<uint8_t> st = good().safetensors;
-  expect_load_error([&] { load(with_config([](json& c) { c.erase("hidden_size"); }), st); }, kConfig,
-                    "hidden_size", "is missing");
-  expect_load_error([&] { load(with_config([](json& c) { c["num_hidden_layers"] = 1 << 30; }), st); },
-                    kConfig, "n_layers");
+  expect_load_error([&] { load(with_config([](json& c) { c.erase("hidden_size"); }), st); },
+                    kConfig, "hidden_size", "is missing");
+  expect_load_error(
+      [&] { load(with_config([](json& c) { c["num_hidden_layers"] = 1 << 30; }), st); }, kConfig,
+      "n_layers");
   expect_load_error([&] { load(with_config([](json& c) { c["num_hidden_layers"] = "2"; }), st); },
                     kConfig, "num_hidden_layers", "not an integer");
   expect_load_error([&] { load(with_config([](json& c) { c["num_key_value_heads"] = 3; }), st); },
                     kConfig, "n_kv_heads");
-  expect_load_error([&] { load(with_config([](json& c) { c["rms_norm_eps"] = -1; }), st); }, kConfig,
-                    "rms_norm_eps", "not a positive finite number");
-  expect_load_error([&] { load(with_config([](json& c) { c["tie_word_embeddings"] = "yes"; }), st); },
-                    kConfig, "tie_word_embeddings", "not a boolean");
+  expect_load_error([&] { load(with_config([](json& c) { c["rms_norm_eps"] = -1; }), st); },
+                    kConfig, "rms_norm_eps", "not a positive finite number");
+  expect_load_error(
+      [&] { load(with_config([](json& c) { c["tie_word_embeddings"] = "yes"; }), st); }, kConfig,
+      "tie_word_embeddings", "not a boolean");
   // A config that disagrees with the tensors: the tensor shape check catches it.
   expect_load_error([&] { load(with_config([](json& c) { c["vocab_size"] = 11; }), st); }, kSt,
                     "model.embed_tokens.weight", "expected [11,8]");

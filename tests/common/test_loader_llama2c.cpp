@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstring>
 
 #include "common/error.h"
 #include "common/loaders/llama2c_loader.h"
@@ -114,8 +115,28 @@ TEST(Llama2cLoader, TruncatedRealFileIsRejectedBeforeReadingTensors) {
 TEST(Llama2cLoader, TrailingBytesDisagreeWithTheHeader) {
   std::vector<uint8_t> bytes = save_llama2c(micro_model(true));
   bytes.resize(bytes.size() + 4);
-  expect_load_error([&] { load_llama2c_from_memory(bytes.data(), bytes.size(), "t.bin"); },
-                    "t.bin", "file size");
+  expect_load_error([&] { load_llama2c_from_memory(bytes.data(), bytes.size(), "t.bin"); }, "t.bin",
+                    "file size");
+}
+
+TEST(Llama2cLoader, NamesTheNewerLlama2cExportVersions) {
+  std::vector<uint8_t> bytes = save_llama2c(micro_model(true));
+  const char magic[4] = {'a', 'k', '4', '2'};  // export.py --version 1/2 writes this first
+  std::memcpy(bytes.data(), magic, 4);
+  expect_load_error([&] { load_llama2c_from_memory(bytes.data(), bytes.size(), "v1.bin"); },
+                    "v1.bin", "header", "llama2.c v1/v2 export");
+}
+
+TEST(Llama2cLoader, NanInTheRealFileNamesTheTensor) {
+  NANOSERVE_REQUIRE_DATA(path, "stories260K.bin");
+  std::vector<uint8_t> bytes = testing::read_bytes(path);
+  // w2 of layer 0 begins after the embedding, 5 rms_att, wq, wk, wv, wo and rms_ffn, and w1:
+  // (512*64 + 5*64 + 5*64*64 + 2*5*32*64 + 5*64*64 + 5*64 + 5*172*64) floats.
+  const size_t w2 = 512 * 64 + 5 * 64 + 5 * 64 * 64 + 2 * 5 * 32 * 64 + 5 * 64 * 64 + 5 * 64 +
+                    5 * 172 * 64;
+  patch<float>(bytes, 28 + 4 * (w2 + 10), std::nanf(""));
+  const std::string bad = testing::write_temp_file("stories260K_nan.bin", bytes);
+  expect_load_error([&] { load_llama2c(bad); }, bad, "w2[layer 0]", "element 10 is NaN");
 }
 
 TEST(Llama2cLoader, RejectsImpossibleHeaderFields) {
@@ -126,13 +147,18 @@ TEST(Llama2cLoader, RejectsImpossibleHeaderFields) {
     const char* expected_field;
   };
   const Case cases[] = {
-      {0, 0, "header.dim"},          {0, -8, "header.dim"},
-      {1, -1, "header.hidden_dim"},  {2, 0, "header.n_layers"},
-      {3, 3, "header.n_heads"},      // 3 does not divide dim 8
-      {3, 16, "header.n_heads"},     // more heads than dims
-      {4, 0, "header.n_kv_heads"},   {4, 4, "n_kv_heads"},    // more KV heads than heads
-      {5, 0, "vocab_size"},          {5, INT32_MIN, "vocab_size"},
-      {6, 0, "header.seq_len"},      {2, 1 << 30, "n_layers"},  // absurd: validate() bounds
+      {0, 0, "header.dim"},
+      {0, -8, "header.dim"},
+      {1, -1, "header.hidden_dim"},
+      {2, 0, "header.n_layers"},
+      {3, 3, "header.n_heads"},   // 3 does not divide dim 8
+      {3, 16, "header.n_heads"},  // more heads than dims
+      {4, 0, "header.n_kv_heads"},
+      {4, 4, "n_kv_heads"},  // more KV heads than heads
+      {5, 0, "vocab_size"},
+      {5, INT32_MIN, "vocab_size"},
+      {6, 0, "header.seq_len"},
+      {2, 1 << 30, "n_layers"},  // absurd: validate() bounds it
       {1, INT32_MAX, "hidden_dim"},
   };
   for (const Case& k : cases) {

@@ -135,7 +135,8 @@ TEST(SyntheticModel, LogitsOfANormalizedHiddenStateAreNeitherFlatNorOneHot) {
   // embedding row: unit RMS after the norm, so logits should have a std near 1.
   const Model m = make_synthetic_model("synthetic:tiny", 3);
   const ModelConfig& c = m.config;
-  std::vector<double> h(m.token_embedding.begin() + 5 * c.dim, m.token_embedding.begin() + 6 * c.dim);
+  std::vector<double> h(m.token_embedding.begin() + 5 * c.dim,
+                        m.token_embedding.begin() + 6 * c.dim);
   double ms = 0;
   for (double x : h) ms += x * x / c.dim;
   for (double& x : h) x /= std::sqrt(ms + c.norm_eps);
