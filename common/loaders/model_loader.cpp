@@ -59,6 +59,12 @@ ModelFormat detect_model_format(const std::string& spec, std::string* resolved_p
   if (resolved_path != nullptr) *resolved_path = *path;
   std::error_code ec;
   if (std::filesystem::is_directory(*path, ec)) return ModelFormat::kHuggingFace;
+  // Pointing at a file of a Hugging Face checkpoint means its directory.
+  const std::filesystem::path file(*path);
+  if (file.extension() == ".safetensors" || file.filename() == "config.json") {
+    if (resolved_path != nullptr) *resolved_path = file.parent_path().string();
+    return ModelFormat::kHuggingFace;
+  }
   return starts_with_gguf_magic(*path) ? ModelFormat::kGguf : ModelFormat::kLlama2c;
 }
 

@@ -5,6 +5,7 @@
 ///     "synthetic:<name>"             -> make_synthetic_model (see synthetic_model.h)
 ///     otherwise resolve with find_data_file (as given, $NANOSERVE_DATA, data/models), then
 ///       a directory                  -> Hugging Face (config.json + model.safetensors)
+///       *.safetensors or config.json -> Hugging Face, the file's directory
 ///       a file starting with "GGUF"  -> GGUF
 ///       any other file               -> llama2.c v0 .bin (the format has no magic)
 

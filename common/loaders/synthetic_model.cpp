@@ -29,9 +29,16 @@ constexpr SyntheticShape kShapes[] = {
 
 constexpr const char* kPrefix = "synthetic:";
 
+/// Every element i equals synthetic_weight(seed, tensor_id, i, std); one Philox call serves
+/// four consecutive elements (4x faster than calling synthetic_weight per element).
 std::vector<float> draw(uint64_t seed, uint32_t tensor_id, uint64_t n, float std) {
   std::vector<float> t(n);
-  for (uint64_t i = 0; i < n; ++i) t[i] = synthetic_weight(seed, tensor_id, i, std);
+  for (uint64_t block = 0; block * 4 < n; ++block) {
+    const Philox4x32 r = random_bits(seed, block, RngStream::kWeights, tensor_id);
+    for (uint64_t w = 0; w < 4 && block * 4 + w < n; ++w) {
+      t[block * 4 + w] = synthetic_weight_from_bits(r[w], std);
+    }
+  }
   return t;
 }
 

@@ -72,13 +72,18 @@ inline uint32_t synthetic_tensor_id(int layer, SyntheticLayerTensor tensor) {
   return 16u + 16u * uint32_t(layer) + uint32_t(tensor);
 }
 
+/// \brief Maps 32 random bits to a uniform value with mean 0 and standard deviation `std`.
+inline float synthetic_weight_from_bits(uint32_t bits, float std) {
+  const float u = uniform_float(bits);              // [0, 1)
+  return (2.0f * u - 1.0f) * (1.7320508f * std);  // sqrt(3) std: the std of U(-a, a) is a/sqrt(3)
+}
+
 /// \brief Element `i` of synthetic tensor `tensor_id`: uniform on [-sqrt(3) std, sqrt(3) std)
 /// (mean 0, standard deviation `std`), from Philox keyed by `seed`, counter (i / 4, tensor id),
 /// word i % 4 — a pure function of its arguments.
 inline float synthetic_weight(uint64_t seed, uint32_t tensor_id, uint64_t i, float std) {
   const Philox4x32 r = random_bits(seed, i / 4, RngStream::kWeights, tensor_id);
-  const float u = uniform_float(r[i % 4]);  // [0, 1)
-  return (2.0f * u - 1.0f) * (1.7320508f * std);
+  return synthetic_weight_from_bits(r[i % 4], std);
 }
 
 /// \brief Materializes weights for any valid `config` (e.g. a custom shape for a kernel test)

@@ -36,6 +36,8 @@ TEST(ModelLoader, FindsEachRealFormatByBareName) {
   EXPECT_EQ(path, bin);
   EXPECT_EQ(detect_model_format("stories260K.gguf", &path), ModelFormat::kGguf);
   EXPECT_EQ(detect_model_format("tinystories-656k", &path), ModelFormat::kHuggingFace);
+  EXPECT_EQ(detect_model_format(hf + "/model.safetensors", &path), ModelFormat::kHuggingFace);
+  EXPECT_EQ(path, hf) << "a checkpoint file stands for its directory";
   const Model from_bin = load_model("stories260K.bin");
   const Model from_gguf = load_model("stories260K.gguf");
   const Model from_hf = load_model("tinystories-656k");

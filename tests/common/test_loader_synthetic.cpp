@@ -92,6 +92,13 @@ TEST(SyntheticModel, WeightsAreAPureFunctionOfSeedTensorAndIndex) {
     const double want = (2 * u - 1) * std::sqrt(3.0) / std::sqrt(double(cfg.dim));
     EXPECT_NEAR(a.layers[2].w1[i], want, 1e-7) << i;
   }
+  // The bulk generator agrees with the per-element function everywhere, odd tails included.
+  const std::vector<float>& wk = a.layers[1].wk;  // 32 x 64 elements
+  for (uint64_t i = 0; i < wk.size(); ++i) {
+    ASSERT_EQ(wk[i], synthetic_weight(42, synthetic_tensor_id(1, SyntheticLayerTensor::kWk), i,
+                                      1 / std::sqrt(64.0f)))
+        << i;
+  }
   // Tensors are independent: the same index in two tensors differs.
   EXPECT_NE(a.layers[0].wq[0], a.layers[0].wk[0]);
 }
