@@ -1,0 +1,167 @@
+#include "common/loaders/gguf_loader.h"
+
+#include <cfloat>
+#include <climits>
+
+#include "common/error.h"
+#include "common/loaders/mapped_file.h"
+#include "common/loaders/tensor_decode.h"
+
+namespace nanoserve {
+
+namespace {
+
+constexpr float kDefaultRopeTheta = 10000.0f;  // llama.cpp's default for `llama`
+
+std::string dims_to_string(const std::vector<uint64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+/// An integer key narrowed to int (ModelConfig::validate checks the sane range later).
+int get_dim(const GgufFile& f, const std::string& key, std::optional<int> fallback) {
+  const std::optional<int64_t> v = f.metadata.get_int(key);
+  if (!v) {
+    if (fallback) return *fallback;
+    throw LoadError(f.name, key, "is missing");
+  }
+  if (*v < 0 || *v > INT_MAX) throw LoadError(f.name, key, std::to_string(*v) + " is out of range");
+  return int(*v);
+}
+
+/// A positive, finite float key narrowed to float.
+float get_positive_float(const GgufFile& f, const std::string& key, std::optional<float> fallback) {
+  const std::optional<double> v = f.metadata.get_float(key);
+  if (!v) {
+    if (fallback) return *fallback;
+    throw LoadError(f.name, key, "is missing");
+  }
+  if (!(*v > 0.0) || *v > double(FLT_MAX)) {
+    throw LoadError(f.name, key, std::to_string(*v) + " is not a positive finite float");
+  }
+  return float(*v);
+}
+
+const GgufTensorInfo& require_tensor(const GgufFile& f, const std::string& name) {
+  const GgufTensorInfo* t = f.find_tensor(name);
+  if (t == nullptr) throw LoadError(f.name, name, "tensor is missing");
+  return *t;
+}
+
+/// Decodes tensor `name` after checking its shape (innermost first) and type.
+std::vector<float> read_tensor(const GgufFile& f, const std::string& name,
+                               const std::vector<uint64_t>& dims) {
+  const GgufTensorInfo& t = require_tensor(f, name);
+  if (t.dims != dims) {
+    throw LoadError(f.name, name,
+                    "has shape " + dims_to_string(t.dims) + ", expected " + dims_to_string(dims) +
+                        " (GGUF order, innermost first)");
+  }
+  if (t.type->decode == nullptr) {
+    throw LoadError(f.name, name,
+                    std::string("ggml type ") + t.type->name +
+                        " is not supported yet (supported: " + decodable_ggml_type_names() + ")");
+  }
+  return decode_tensor(t.type->decode, f.tensor_data(t), t.n_elements, f.name, name);
+}
+
+}  // namespace
+
+ModelConfig gguf_model_config(const GgufFile& f) {
+  const std::optional<std::string> arch = f.metadata.get_string("general.architecture");
+  if (!arch) throw LoadError(f.name, "general.architecture", "is missing");
+  if (*arch != "llama") {
+    throw LoadError(f.name, "general.architecture",
+                    "\"" + *arch + "\" is not supported (only \"llama\")");
+  }
+  const std::string p = "llama.";
+  ModelConfig c;
+  c.name = f.name;
+  c.dim = get_dim(f, p + "embedding_length", std::nullopt);
+  c.hidden_dim = get_dim(f, p + "feed_forward_length", std::nullopt);
+  c.n_layers = get_dim(f, p + "block_count", std::nullopt);
+  c.n_heads = get_dim(f, p + "attention.head_count", std::nullopt);
+  c.n_kv_heads = get_dim(f, p + "attention.head_count_kv", c.n_heads);
+  c.max_seq_len = get_dim(f, p + "context_length", std::nullopt);
+  if (c.n_heads == 0) throw LoadError(f.name, p + "attention.head_count", "is 0");
+  // head_dim: explicit key_length when present (it may differ from dim / n_heads).
+  if (f.metadata.find(p + "attention.key_length") == nullptr && c.dim % c.n_heads != 0) {
+    throw LoadError(f.name, p + "attention.head_count",
+                    std::to_string(c.n_heads) + " does not divide embedding_length=" +
+                        std::to_string(c.dim) + " and attention.key_length is absent");
+  }
+  c.head_dim = get_dim(f, p + "attention.key_length", c.dim / c.n_heads);
+  if (get_dim(f, p + "attention.value_length", c.head_dim) != c.head_dim) {
+    throw LoadError(f.name, p + "attention.value_length", "differs from key_length");
+  }
+  if (get_dim(f, p + "rope.dimension_count", c.head_dim) != c.head_dim) {
+    throw LoadError(f.name, p + "rope.dimension_count",
+                    "partial rotary embeddings (rotating fewer than head_dim=" +
+                        std::to_string(c.head_dim) + " dimensions) are not supported");
+  }
+  if (const auto scaling = f.metadata.get_string(p + "rope.scaling.type");
+      scaling && *scaling != "none") {
+    throw LoadError(f.name, p + "rope.scaling.type", "\"" + *scaling + "\" is not supported");
+  }
+  c.rope_theta = get_positive_float(f, p + "rope.freq_base", kDefaultRopeTheta);
+  c.rope_style = RopeStyle::kAdjacentPairs;  // see the file comment: GGUF llama = adjacent pairs
+  c.norm_eps = get_positive_float(f, p + "attention.layer_norm_rms_epsilon", std::nullopt);
+
+  // The vocabulary size is the embedding's row count; the tokenizer must agree with it.
+  const GgufTensorInfo& embd = require_tensor(f, "token_embd.weight");
+  if (embd.dims.size() != 2 || embd.dims[1] > INT_MAX) {
+    throw LoadError(f.name, "token_embd.weight",
+                    "has shape " + dims_to_string(embd.dims) + ", expected [dim, vocab]");
+  }
+  c.vocab_size = int(embd.dims[1]);
+  if (const GgufArray* tokens = f.metadata.get_array("tokenizer.ggml.tokens");
+      tokens != nullptr && tokens->items.size() != embd.dims[1]) {
+    throw LoadError(f.name, "tokenizer.ggml.tokens",
+                    std::to_string(tokens->items.size()) + " tokens, but token_embd.weight has " +
+                        std::to_string(embd.dims[1]) + " rows");
+  }
+  c.tied_classifier = f.find_tensor("output.weight") == nullptr;
+  c.validate(f.name);
+  return c;
+}
+
+Model model_from_gguf(const GgufFile& f) {
+  Model m;
+  m.source = f.name;
+  m.config = gguf_model_config(f);
+  const ModelConfig& c = m.config;
+  const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
+  // Tensor byte ranges were checked against the file when parsing, so the memory allocated
+  // below is bounded by the file size (times 2 for fp16/bf16 sources).
+  m.token_embedding = read_tensor(f, "token_embd.weight", {d, v});
+  m.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    LayerWeights& w = m.layers[l];
+    w.attn_norm = read_tensor(f, b + "attn_norm.weight", {d});
+    w.wq = read_tensor(f, b + "attn_q.weight", {d, q});
+    w.wk = read_tensor(f, b + "attn_k.weight", {d, kv});
+    w.wv = read_tensor(f, b + "attn_v.weight", {d, kv});
+    w.wo = read_tensor(f, b + "attn_output.weight", {q, d});
+    w.ffn_norm = read_tensor(f, b + "ffn_norm.weight", {d});
+    w.w1 = read_tensor(f, b + "ffn_gate.weight", {d, h});
+    w.w2 = read_tensor(f, b + "ffn_down.weight", {h, d});
+    w.w3 = read_tensor(f, b + "ffn_up.weight", {d, h});
+  }
+  m.final_norm = read_tensor(f, "output_norm.weight", {d});
+  if (!c.tied_classifier) m.classifier = read_tensor(f, "output.weight", {d, v});
+  m.validate();
+  return m;
+}
+
+Model load_gguf(const std::string& path) {
+  const MappedFile file(path);
+  return load_gguf_from_memory(file.data(), file.size(), path);
+}
+
+Model load_gguf_from_memory(const uint8_t* data, size_t size, const std::string& name) {
+  return model_from_gguf(parse_gguf(data, size, name));
+}
+
+}  // namespace nanoserve

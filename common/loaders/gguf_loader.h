@@ -1,0 +1,49 @@
+#pragma once
+/// \file
+/// \brief A Llama model from a GGUF file: `llama.*` metadata -> `ModelConfig`, `blk.N.*`
+/// tensors -> `Model` weights (F32/F16/BF16 decoded to fp32).
+///
+/// Tensor names and shapes (GGUF dims are innermost first, so [cols, rows]):
+///
+///     token_embd.weight         [dim, vocab]        -> token_embedding (vocab, dim)
+///     blk.N.attn_norm.weight    [dim]               -> layers[N].attn_norm
+///     blk.N.attn_q.weight       [dim, q_dim]        -> wq (q_dim, dim)
+///     blk.N.attn_k.weight       [dim, kv_dim]       -> wk
+///     blk.N.attn_v.weight       [dim, kv_dim]       -> wv
+///     blk.N.attn_output.weight  [q_dim, dim]        -> wo (dim, q_dim)
+///     blk.N.ffn_norm.weight     [dim]               -> ffn_norm
+///     blk.N.ffn_gate.weight     [dim, hidden]       -> w1 (hidden, dim)
+///     blk.N.ffn_down.weight     [hidden, dim]       -> w2 (dim, hidden)
+///     blk.N.ffn_up.weight       [dim, hidden]       -> w3 (hidden, dim)
+///     output_norm.weight        [dim]               -> final_norm
+///     output.weight             [dim, vocab]        -> classifier; absent = tied to token_embd
+///
+/// RoPE: the `llama` architecture in GGUF uses adjacent pairs (ggml's "normal" RoPE). Hugging
+/// Face checkpoints use rotate-half, so llama.cpp's converter permutes the rows of wq and wk
+/// when writing GGUF; the file's weights therefore expect adjacent-pair rotation.
+///
+/// `llama.context_length` is taken as the file says. Beware that converters often write a
+/// default there: stories260K.gguf says 2048, while the model was trained with 512 positions.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/loaders/gguf_file.h"
+#include "common/model.h"
+
+namespace nanoserve {
+
+/// \brief The `ModelConfig` described by a GGUF file's `llama.*` metadata and tensor shapes.
+ModelConfig gguf_model_config(const GgufFile& file);
+
+/// \brief The whole `Model` of a parsed GGUF file (every tensor decoded to fp32 and checked).
+Model model_from_gguf(const GgufFile& file);
+
+/// \brief Loads a Llama GGUF file; throws `LoadError(path, field, …)` on bad input.
+Model load_gguf(const std::string& path);
+
+/// \brief Loads a Llama GGUF file held in memory; `name` stands for the file in errors.
+Model load_gguf_from_memory(const uint8_t* data, size_t size, const std::string& name);
+
+}  // namespace nanoserve

@@ -1,0 +1,59 @@
+#pragma once
+/// \file
+/// \brief Writing GGUF files: a generic `GgufWriter` (any metadata, any tensors) and
+/// `save_gguf`, which lays a `Model` out the way llama.cpp names Llama tensors.
+///
+/// Used to build small test and fuzz-seed files, and by later chapters to export models.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/loaders/gguf_metadata.h"
+#include "common/loaders/gguf_vocabulary.h"
+#include "common/model.h"
+
+namespace nanoserve {
+
+/// \brief Collects metadata and tensors, then serializes a GGUF v3 file.
+class GgufWriter {
+ public:
+  /// \brief Adds a metadata pair (written in insertion order).
+  void add_metadata(const std::string& key, GgufValue value);
+  /// \brief Adds a tensor: `dims` innermost first, `ggml_type` a ggml type id, `bytes` its
+  /// stored data (the caller is responsible for them matching).
+  void add_tensor(const std::string& name, const std::vector<uint64_t>& dims, uint32_t ggml_type,
+                  std::vector<uint8_t> bytes);
+  /// \brief The file: header, metadata, tensor infos, padding, data (each tensor aligned).
+  std::vector<uint8_t> serialize(uint64_t alignment = 32) const;
+
+ private:
+  struct Tensor {
+    std::string name;
+    std::vector<uint64_t> dims;
+    uint32_t ggml_type;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<std::pair<std::string, GgufValue>> metadata_;
+  std::vector<Tensor> tensors_;
+};
+
+/// \brief A GGUF string value.
+GgufValue gguf_string(std::string s);
+/// \brief A GGUF uint32 value.
+GgufValue gguf_uint32(uint32_t x);
+/// \brief A GGUF float32 value.
+GgufValue gguf_float32(float x);
+
+/// \brief Encodes fp32 values as ggml type `ggml_type` (F32, F16 or BF16; round to nearest
+/// even); throws `InvalidArgument` for any other type.
+std::vector<uint8_t> encode_floats(const std::vector<float>& values, uint32_t ggml_type);
+
+/// \brief `model` as a Llama GGUF file: `llama.*` metadata, tensors stored as `ggml_type`
+/// (F32/F16/BF16), `output.weight` only when the classifier is untied, and `vocab`'s
+/// `tokenizer.ggml.*` keys when given. Throws `InvalidArgument` for rotate-half models, whose
+/// wq/wk rows would have to be permuted first.
+std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
+                               const GgufVocabulary* vocab = nullptr);
+
+}  // namespace nanoserve

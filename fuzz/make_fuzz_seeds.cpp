@@ -1,0 +1,128 @@
+// make_fuzz_seeds: writes the seed corpora of the loader fuzzers, fuzz/seeds/<target>/, from a
+// tiny synthetic Llama (dim 8, 2 layers, GQA, vocab 16): a few KB per file, every format and
+// dtype the loaders accept, so libFuzzer starts from inputs that reach the deepest code.
+//
+//   usage: make_fuzz_seeds [OUTPUT_DIR]   (default: fuzz/seeds, run from the repository root)
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/loaders/ggml_types.h"
+#include "common/loaders/gguf_writer.h"
+#include "common/loaders/hf_loader.h"
+#include "common/loaders/llama2c_loader.h"
+#include "common/loaders/safetensors_file.h"
+#include "common/loaders/synthetic_model.h"
+
+namespace {
+
+using namespace nanoserve;
+
+ModelConfig seed_config(bool tied, RopeStyle rope) {
+  ModelConfig c;
+  c.name = "seed";
+  c.dim = 8;
+  c.hidden_dim = 16;
+  c.n_layers = 2;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.head_dim = 4;
+  c.vocab_size = 16;
+  c.max_seq_len = 8;
+  c.rope_style = rope;
+  c.tied_classifier = tied;
+  return c;
+}
+
+GgufVocabulary seed_vocab() {
+  GgufVocabulary v;
+  v.model = "llama";
+  const char* pieces[16] = {"<unk>",
+                            "<s>",
+                            "</s>",
+                            "<0x00>",
+                            "\xE2\x96\x81"
+                            "a",
+                            "b",
+                            "c",
+                            "d",
+                            "\xE2\x96\x81"
+                            "the",
+                            "e",
+                            "f",
+                            "g",
+                            "h",
+                            "i",
+                            "j",
+                            "k"};
+  for (int i = 0; i < 16; ++i) {
+    v.tokens.push_back(pieces[i]);
+    v.scores.push_back(-float(i));
+    v.token_types.push_back(i == 0   ? GgufTokenType::kUnknown
+                            : i < 3  ? GgufTokenType::kControl
+                            : i == 3 ? GgufTokenType::kByte
+                                     : GgufTokenType::kNormal);
+  }
+  v.bos_id = 1;
+  v.eos_id = 2;
+  v.unk_id = 0;
+  return v;
+}
+
+void write(const std::filesystem::path& path, const std::vector<uint8_t>& bytes) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  std::printf("%8zu  %s\n", bytes.size(), path.string().c_str());
+}
+
+/// The safetensors fuzzer's input format: config text, NUL, safetensors bytes.
+std::vector<uint8_t> hf_input(const HfCheckpoint& c) {
+  std::vector<uint8_t> out(c.config_json.begin(), c.config_json.end());
+  out.push_back(0);
+  out.insert(out.end(), c.safetensors.begin(), c.safetensors.end());
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::filesystem::path root = argc > 1 ? argv[1] : "fuzz/seeds";
+    const Model tied = make_synthetic_model(seed_config(true, RopeStyle::kAdjacentPairs), 1);
+    const Model untied = make_synthetic_model(seed_config(false, RopeStyle::kAdjacentPairs), 2);
+    write(root / "llama2c_bin" / "tied.bin", save_llama2c(tied));
+    write(root / "llama2c_bin" / "untied.bin", save_llama2c(untied));
+
+    const GgufVocabulary vocab = seed_vocab();
+    write(root / "gguf" / "f32_vocab.gguf", save_gguf(tied, kGgmlTypeF32, &vocab));
+    write(root / "gguf" / "f16_untied_vocab.gguf", save_gguf(untied, kGgmlTypeF16, &vocab));
+    write(root / "gguf" / "bf16_no_vocab.gguf", save_gguf(tied, kGgmlTypeBF16));
+
+    const Model hf_tied = make_synthetic_model(seed_config(true, RopeStyle::kRotateHalf), 3);
+    const Model hf_untied = make_synthetic_model(seed_config(false, RopeStyle::kRotateHalf), 4);
+    write(root / "safetensors" / "f32_tied.bin", hf_input(save_hf(hf_tied, "F32")));
+    write(root / "safetensors" / "f16_untied.bin", hf_input(save_hf(hf_untied, "F16")));
+    write(root / "safetensors" / "bf16_tied.bin", hf_input(save_hf(hf_tied, "BF16")));
+    // TinyStories-656K's layout: only lm_head.weight stored, the embedding as a metadata alias.
+    HfCheckpoint alias = save_hf(hf_tied, "F32");
+    const SafetensorsFile f =
+        parse_safetensors(alias.safetensors.data(), alias.safetensors.size(), "s");
+    std::vector<SafetensorsEntry> entries;
+    for (const SafetensorsTensor& t : f.tensors) {
+      const uint8_t* p = f.tensor_data(t);
+      entries.push_back({t.name == "model.embed_tokens.weight" ? "lm_head.weight" : t.name,
+                         t.dtype->name, t.shape, std::vector<uint8_t>(p, p + (t.end - t.begin))});
+    }
+    alias.safetensors = save_safetensors(
+        entries, {{"format", "pt"}, {"model.embed_tokens.weight", "lm_head.weight"}});
+    write(root / "safetensors" / "f32_lm_head_alias.bin", hf_input(alias));
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "make_fuzz_seeds: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,60 @@
+// The fuzzers' seed corpora (fuzz/seeds/, written by fuzz/make_fuzz_seeds.cpp) must stay valid
+// inputs: a seed the loaders reject would start the fuzzer at the first validation check
+// instead of deep inside the loader.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "common/loaders/gguf_loader.h"
+#include "common/loaders/gguf_vocabulary.h"
+#include "common/loaders/hf_loader.h"
+#include "common/loaders/llama2c_loader.h"
+#include "test_support.h"
+
+namespace nanoserve {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Seed files of one corpus; tests run from the repository root (see tests/CMakeLists.txt).
+std::vector<std::string> seeds(const std::string& corpus) {
+  std::vector<std::string> files;
+  const fs::path dir = fs::path("fuzz/seeds") / corpus;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) files.push_back(entry.path().string());
+  EXPECT_FALSE(files.empty()) << "no seeds in " << dir << " (cwd " << fs::current_path() << ")";
+  return files;
+}
+
+TEST(FuzzSeeds, Llama2cSeedsLoad) {
+  for (const std::string& path : seeds("llama2c_bin")) {
+    EXPECT_NO_THROW(load_llama2c(path)) << path;
+  }
+}
+
+TEST(FuzzSeeds, GgufSeedsLoad) {
+  int with_vocab = 0;
+  for (const std::string& path : seeds("gguf")) {
+    EXPECT_NO_THROW(load_gguf(path)) << path;
+    if (path.find("no_vocab") == std::string::npos) {
+      EXPECT_NO_THROW(load_gguf_vocabulary(path)) << path;
+      ++with_vocab;
+    }
+  }
+  EXPECT_GT(with_vocab, 0);
+}
+
+TEST(FuzzSeeds, SafetensorsSeedsLoad) {
+  for (const std::string& path : seeds("safetensors")) {
+    const std::vector<uint8_t> bytes = testing::read_bytes(path);
+    const auto* nul = static_cast<const uint8_t*>(std::memchr(bytes.data(), 0, bytes.size()));
+    ASSERT_NE(nul, nullptr) << path << ": expected config.json, NUL, safetensors";
+    const size_t split = size_t(nul - bytes.data());
+    const std::string config(bytes.begin(), bytes.begin() + long(split));
+    EXPECT_NO_THROW(load_hf_from_memory(config, nul + 1, bytes.size() - split - 1, path)) << path;
+  }
+}
+
+}  // namespace
+}  // namespace nanoserve
