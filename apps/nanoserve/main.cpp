@@ -1,24 +1,36 @@
-// nanoserve: the project's command line. Subcommands are added as the library grows.
+// nanoserve: the project's command line.
+//
+//   nanoserve generate --model stories260K.bin --prompt "Once upon a time" --temperature 0
+//   nanoserve eval --model tinystories-656k --text tinystories_valid_sample.txt
+//   nanoserve info --model synthetic:llama3-8b
+//
+// Errors (bad flags, bad files, impossible requests) print one line and exit non-zero.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
+#include <map>
 
-#include "common/error.h"
+#include "apps/nanoserve/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"nanoserve: LLM inference techniques, chapter by chapter"};
-  app.require_subcommand(0, 1);
+  CLI::App app{"nanoserve: LLM inference techniques, chapter by chapter (CPU oracle for now)"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, nanoserve::cli::Action> actions;
+  for (auto add : {nanoserve::cli::add_generate, nanoserve::cli::add_eval,
+                   nanoserve::cli::add_info}) {
+    nanoserve::cli::Action action = add(app);
+    actions[app.get_subcommands({}).back()] = std::move(action);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   try {
-    if (app.get_subcommands().empty()) std::puts(app.help().c_str());
+    return actions.at(app.get_subcommands().front())();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nanoserve: error: %s\n", e.what());
     return 1;
   }
-  return 0;
 }

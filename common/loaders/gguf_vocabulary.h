@@ -9,20 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "common/gguf_token_type.h"
 #include "common/loaders/gguf_file.h"
 
 namespace nanoserve {
-
-/// \brief llama.cpp's token types (`tokenizer.ggml.token_type`).
-enum class GgufTokenType : int32_t {
-  kUndefined = 0,    ///< not specified
-  kNormal = 1,       ///< an ordinary piece
-  kUnknown = 2,      ///< `<unk>`
-  kControl = 3,      ///< `<s>`, `</s>`, …: never produced by encoding text
-  kUserDefined = 4,  ///< added tokens matched literally
-  kUnused = 5,       ///< reserved
-  kByte = 6,         ///< byte-fallback tokens `<0x00>`..`<0xFF>`
-};
 
 /// \brief The vocabulary stored in a GGUF file's metadata.
 struct GgufVocabulary {

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/gguf_token_type.h"
 #include "common/tokenizer/tokenizer.h"
 
 namespace nanoserve {
@@ -107,16 +108,6 @@ std::unique_ptr<LlamaTokenizer> load_llama2c_tokenizer(const std::string& path,
 std::unique_ptr<LlamaTokenizer> parse_llama2c_tokenizer(const uint8_t* data, size_t size,
                                                         int expected_vocab_size,
                                                         const std::string& name);
-
-/// \brief GGUF `tokenizer.ggml.token_type` values (llama.cpp's `llama_token_type`).
-enum class GgufTokenType : int32_t {
-  kNormal = 1,       ///< ordinary piece
-  kUnknown = 2,      ///< `<unk>`
-  kControl = 3,      ///< `<s>`, `</s>`
-  kUserDefined = 4,  ///< matched whole before BPE by SentencePiece (not supported here)
-  kUnused = 5,       ///< reserved slot
-  kByte = 6,         ///< `<0xXX>` byte-fallback piece
-};
 
 /// \brief Builds a `LlamaTokenizer` from the vocabulary in GGUF metadata
 /// (`tokenizer.ggml.model == "llama"`): `tokenizer.ggml.tokens`, `.scores`, `.token_type`,

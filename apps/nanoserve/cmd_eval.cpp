@@ -1,0 +1,84 @@
+// nanoserve eval: perplexity and bits-per-byte of a model over a text file of documents.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "apps/nanoserve/commands.h"
+#include "common/data_path.h"
+#include "common/error.h"
+#include "common/eval/perplexity.h"
+#include "common/model_bundle.h"
+#include "common/report.h"
+
+namespace nanoserve::cli {
+
+namespace {
+struct EvalArgs {
+  std::string model = default_model_spec();
+  std::string tokenizer;
+  std::string text = "tinystories_valid_sample.txt";
+  eval::EvalOptions options;
+  std::string json;
+};
+
+int run_eval(EvalArgs& a) {
+  const ModelBundle b = load_model_bundle(a.model, a.tokenizer);
+  const std::optional<std::string> text = find_data_file(a.text);
+  if (!text) throw LoadError(a.text, "path", "text file not found (searched $NANOSERVE_DATA, data/models)");
+  if (a.options.window > b.model.config.max_seq_len) {
+    throw InvalidArgument("--window " + std::to_string(a.options.window) +
+                          " exceeds the model's context of " +
+                          std::to_string(b.model.config.max_seq_len));
+  }
+  if (isatty(STDERR_FILENO)) {
+    a.options.progress = [](int64_t done, int64_t total) {
+      std::fprintf(stderr, "\r%lld/%lld documents", static_cast<long long>(done),
+                   static_cast<long long>(total));
+      if (done == total) std::fputc('\n', stderr);
+    };
+  }
+  const eval::EvalResult r =
+      eval::evaluate_file(*text, *b.tokenizer, eval::oracle_logits(b.model), a.options);
+  std::printf("model          %s\ntext           %s\nwindow/stride  %d/%d\n", b.model.source.c_str(),
+              text->c_str(), a.options.window,
+              a.options.stride > 0 ? a.options.stride : a.options.window - 1);
+  std::printf("documents      %lld\nwindows        %lld\ntokens         %lld\nbytes          %lld\n",
+              static_cast<long long>(r.documents), static_cast<long long>(r.windows),
+              static_cast<long long>(r.tokens), static_cast<long long>(r.bytes));
+  std::printf("nll (nats)     %.4f\nperplexity     %.4f\nbits-per-byte  %.4f\n", r.nll, r.perplexity,
+              r.bits_per_byte);
+  if (!a.json.empty()) {
+    nlohmann::json rep = make_report("nanoserve eval", "cpu-oracle", "CPU oracle (Eigen, fp32)");
+    rep["records"].push_back({{"model", b.model.source}, {"text", *text},
+                              {"window", a.options.window}, {"stride", a.options.stride},
+                              {"documents", r.documents}, {"tokens", r.tokens},
+                              {"bytes", r.bytes}, {"nll", r.nll}, {"perplexity", r.perplexity},
+                              {"bits_per_byte", r.bits_per_byte}});
+    write_json(a.json, rep);
+  }
+  return 0;
+}
+}  // namespace
+
+Action add_eval(CLI::App& parent) {
+  auto args = std::make_shared<EvalArgs>();
+  CLI::App* c = parent.add_subcommand("eval", "Perplexity and bits-per-byte over a text file");
+  c->add_option("--model,-m", args->model, "model file, directory or synthetic:<name>")
+      ->capture_default_str();
+  c->add_option("--tokenizer,-z", args->tokenizer, "tokenizer file (default: found from the model)");
+  c->add_option("--text", args->text, "documents to score")->capture_default_str();
+  c->add_option("--window,-w", args->options.window, "most positions per forward pass (BOS included)")
+      ->capture_default_str()->check(CLI::Range(2, 1 << 20));
+  c->add_option("--stride", args->options.stride,
+                "new tokens scored per later window; 0 = window - 1 (no overlap)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  c->add_option("--delimiter", args->options.delimiter, "document separator")
+      ->capture_default_str();
+  c->add_flag("--score-eos", args->options.score_eos, "also predict EOS after each document");
+  c->add_option("--json", args->json, "also write the result as JSON to this path");
+  return [args] { return run_eval(*args); };
+}
+
+}  // namespace nanoserve::cli

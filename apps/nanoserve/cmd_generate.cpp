@@ -1,0 +1,97 @@
+// nanoserve generate: prompt in, text out (prompt included) on stdout; statistics on stderr.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "apps/nanoserve/commands.h"
+#include "common/generation/generate.h"
+#include "common/model_bundle.h"
+#include "common/oracle/oracle_backend.h"
+#include "common/report.h"
+
+namespace nanoserve::cli {
+
+namespace {
+struct GenerateArgs {
+  std::string model = default_model_spec();
+  std::string tokenizer;
+  std::string prompt;
+  int steps = 256;
+  SamplingParams sampling{1.0f, 0, 0.9f, 0.0f, 42};
+  std::string device = "cpu";
+  std::string json;
+};
+
+int run_generate(const GenerateArgs& a) {
+  ModelBundle b = load_model_bundle(a.model, a.tokenizer);
+  const Tokenizer& tok = *b.tokenizer;
+  std::unique_ptr<DecodeBackend> backend = std::make_unique<oracle::OracleBackend>(b.model);
+
+  GenerateOptions opt;
+  opt.max_new_tokens = a.steps;
+  opt.sampling = a.sampling;
+  // Stories are delimited by BOS in llama2.c's training data and by EOS in the HF models:
+  // either one ends the text.
+  opt.stop_tokens = {tok.eos_id(), tok.bos_id()};
+  const std::vector<int> prompt = tok.encode(a.prompt, /*add_bos=*/true, /*add_eos=*/false);
+
+  // Stream the text: the prompt first, then each token as it is sampled.
+  std::fputs(tok.decode(prompt).c_str(), stdout);
+  int prev = prompt.back();
+  opt.on_token = [&](int t) {
+    if (t != tok.eos_id() && t != tok.bos_id()) std::fputs(tok.decode_token(prev, t).c_str(), stdout);
+    std::fflush(stdout);
+    prev = t;
+  };
+  const GenerateResult r = generate(*backend, prompt, opt);
+  std::fputc('\n', stdout);
+
+  // Decode rate: generated tokens over the time after the prompt's forward pass.
+  const double tok_per_s = r.decode_seconds > 0 ? r.generated() / r.decode_seconds : 0;
+  std::fprintf(stderr,
+               "model %s | tokenizer %s | device %s\n"
+               "prompt %d tokens, generated %d (stop: %s) | prefill %.1f ms | decode %.1f tok/s\n",
+               b.model.source.c_str(), b.tokenizer_path.c_str(), backend->device_name().c_str(),
+               r.prompt_tokens, r.generated(), to_string(r.stop), r.prefill_seconds * 1e3,
+               tok_per_s);
+  if (!a.json.empty()) {
+    nlohmann::json rep = make_report("nanoserve generate", "cpu-oracle", backend->device_name());
+    rep["records"].push_back({{"model", b.model.source},
+                              {"prompt_tokens", r.prompt_tokens},
+                              {"generated_tokens", r.generated()},
+                              {"stop", to_string(r.stop)},
+                              {"prefill_ms", r.prefill_seconds * 1e3},
+                              {"decode_tokens_per_s", tok_per_s},
+                              {"tokens", r.tokens}});
+    write_json(a.json, rep);
+  }
+  return 0;
+}
+}  // namespace
+
+Action add_generate(CLI::App& parent) {
+  auto args = std::make_shared<GenerateArgs>();
+  CLI::App* c = parent.add_subcommand("generate", "Generate text from a prompt");
+  c->add_option("--model,-m", args->model,
+                "model file, directory or synthetic:<name> (searched in $NANOSERVE_DATA, "
+                "data/models)")->capture_default_str();
+  c->add_option("--tokenizer,-z", args->tokenizer, "tokenizer file (default: found from the model)");
+  c->add_option("--prompt,-p", args->prompt, "prompt text (BOS is prepended)")->capture_default_str();
+  c->add_option("--steps,-n", args->steps, "most tokens to generate")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  c->add_option("--temperature,-t", args->sampling.temperature, "0 = greedy")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  c->add_option("--top-p", args->sampling.top_p, "nucleus sampling mass in (0, 1]; 1 = off")
+      ->capture_default_str();
+  c->add_option("--top-k", args->sampling.top_k, "keep the k most likely tokens; 0 = off")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  c->add_option("--min-p", args->sampling.min_p, "drop tokens below min_p * p_max; 0 = off")
+      ->capture_default_str();
+  c->add_option("--seed,-s", args->sampling.seed, "the request's RNG seed")->capture_default_str();
+  c->add_option("--device", args->device, "where to run")
+      ->capture_default_str()->check(CLI::IsMember({"cpu"}));
+  c->add_option("--json", args->json, "also write the result as JSON to this path");
+  return [args] { return run_generate(*args); };
+}
+
+}  // namespace nanoserve::cli

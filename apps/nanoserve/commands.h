@@ -1,0 +1,21 @@
+#pragma once
+// The subcommands of `nanoserve`. Each adds itself to the parent app and returns the action to
+// run when it is selected.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace nanoserve::cli {
+
+/// \brief What a selected subcommand does; returns the process exit code.
+using Action = std::function<int()>;
+
+/// \brief `nanoserve generate`: text from a prompt.
+Action add_generate(CLI::App& parent);
+/// \brief `nanoserve eval`: perplexity and bits-per-byte over a text file.
+Action add_eval(CLI::App& parent);
+/// \brief `nanoserve info`: a model's shape, size and KV cost.
+Action add_info(CLI::App& parent);
+
+}  // namespace nanoserve::cli

@@ -1,0 +1,33 @@
+#pragma once
+/// \file
+/// \brief The CPU oracle as a `DecodeBackend`: `nanoserve generate --device cpu`, and the
+/// reference every kernel-based backend is compared with.
+
+#include "common/generation/generate.h"
+#include "common/model.h"
+#include "common/oracle/kv_store.h"
+
+namespace nanoserve::oracle {
+
+/// \brief Runs `oracle::forward_prompt` over a contiguous `KVStore` of the model's context.
+class OracleBackend final : public DecodeBackend {
+ public:
+  /// \brief Keeps a reference to `model` (which must outlive the backend).
+  explicit OracleBackend(const Model& model);
+  /// \brief Empties the KV store.
+  void reset() override;
+  /// \brief Logits (vocab) after `tokens` placed at `start_pos ..`.
+  std::vector<float> forward(const std::vector<int>& tokens, int start_pos) override;
+  /// \brief The model's vocabulary size.
+  int vocab_size() const override { return model_.config.vocab_size; }
+  /// \brief The model's context length.
+  int max_seq_len() const override { return model_.config.max_seq_len; }
+  /// \brief "CPU oracle (Eigen, fp32)".
+  std::string device_name() const override { return "CPU oracle (Eigen, fp32)"; }
+
+ private:
+  const Model& model_;
+  KVStore kv_;
+};
+
+}  // namespace nanoserve::oracle

@@ -1,0 +1,45 @@
+#include "common/report.h"
+
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+
+#include "common/error.h"
+
+namespace nanoserve {
+
+std::string git_sha() {
+  if (const char* env = std::getenv("NANOSERVE_GIT_SHA"); env != nullptr && *env != '\0') {
+    return env;
+  }
+#ifdef NANOSERVE_CONFIGURED_GIT_SHA
+  return NANOSERVE_CONFIGURED_GIT_SHA;
+#else
+  return "unknown";
+#endif
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+nlohmann::json make_report(const std::string& program, const std::string& backend,
+                           const std::string& device) {
+  return {{"program", program}, {"backend", backend}, {"device", device},
+          {"git_sha", git_sha()}, {"date", utc_timestamp()},
+          {"records", nlohmann::json::array()}};
+}
+
+void write_json(const std::string& path, const nlohmann::json& report) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) throw Error(path + ": cannot open for writing");
+  out << report.dump(2) << '\n';
+  if (!out) throw Error(path + ": write failed");
+}
+
+}  // namespace nanoserve
