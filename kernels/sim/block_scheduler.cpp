@@ -162,7 +162,7 @@ FiberContext& BlockScheduler::next_context() {
   if (aborting_) return pool_.main_context();
   if (runnable_count_ > 0) {
     SimThread& next = *runnable_[runnable_head_];
-    runnable_head_ = (runnable_head_ + 1) % num_threads_;
+    if (++runnable_head_ == num_threads_) runnable_head_ = 0;  // no division on the hot path
     --runnable_count_;
     next.state = ThreadState::kRunning;
     make_current(next);
@@ -181,7 +181,9 @@ void BlockScheduler::make_current(SimThread& thread) {
 void BlockScheduler::make_runnable(SimThread& thread) {
   thread.state = ThreadState::kRunnable;
   thread.wait = WaitKind::kNone;
-  runnable_[(runnable_head_ + runnable_count_) % num_threads_] = &thread;
+  std::size_t tail = runnable_head_ + runnable_count_;
+  if (tail >= num_threads_) tail -= num_threads_;
+  runnable_[tail] = &thread;
   ++runnable_count_;
 }
 

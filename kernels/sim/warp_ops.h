@@ -13,6 +13,11 @@
 ///   the same intrinsic at the same call site;
 /// - `width` must be a power of two in [1, 32].
 ///
+/// A mask mismatch is seen when a lane arrives while lanes with an overlapping mask wait. If the
+/// schedule lets one group complete before the other lane arrives (its lanes then move on or
+/// exit, and exited lanes are excluded), the mismatch goes unnoticed — one more reason kernel
+/// tests run in both block orders.
+///
 /// Reading a lane that does not participate gives 0xFF bytes (NaN for floats) — undefined on a
 /// GPU. Values of any trivially copyable type up to 8 bytes move as raw bytes, which also covers
 /// `__half2` and `__nv_bfloat162` (not trivially copyable in the host headers).
