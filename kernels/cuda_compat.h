@@ -102,8 +102,8 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_b
     std::tuple<Params...> args;
   };
   const Closure closure{kernel, std::tuple<Params...>(std::forward<Args>(args)...)};
-  sim::launch_kernel(reinterpret_cast<const void*>(kernel), grid, block, smem_bytes,
-                     stream.stream, &detail::run_closure<Closure>, &closure);
+  sim::launch_kernel(reinterpret_cast<const void*>(kernel), grid, block, smem_bytes, stream.stream,
+                     &detail::run_closure<Closure>, &closure);
 #endif
   cuda_check(cudaGetLastError(), "kernel launch", stream.file, stream.line);
 }
@@ -118,7 +118,7 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_b
 /// \brief Declares `T* const name` pointing at the block's dynamic shared memory (the
 /// `smem_bytes` of the launch, 16-byte aligned). Use it once per kernel; one raw array backs
 /// every kernel, so kernels of different element types do not conflict.
-#define NS_DYNAMIC_SHARED(T, name)                                 \
+#define NS_DYNAMIC_SHARED(T, name)                                  \
   extern __shared__ __align__(16) unsigned char ns_dynamic_smem_[]; \
   T* const name = reinterpret_cast<T*>(ns_dynamic_smem_)
 #else

@@ -24,9 +24,13 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162f
 template <typename T>
 __device__ __forceinline__ T from_float(float v);
 template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
 template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
@@ -54,8 +58,7 @@ __global__ void residual_add_kernel_v01(T* __restrict__ x, const T* __restrict__
 template <typename T>
 void launch_residual_add(T* x, const T* residual, std::int64_t n, cudaStream_t stream) {
   if (n < 0) {
-    throw std::invalid_argument("launch_residual_add: n = " + std::to_string(n) +
-                                " must be >= 0");
+    throw std::invalid_argument("launch_residual_add: n = " + std::to_string(n) + " must be >= 0");
   }
   if (n == 0) return;
   constexpr int kBlock = 256;
@@ -67,7 +70,7 @@ void launch_residual_add(T* x, const T* residual, std::int64_t n, cudaStream_t s
 
 template void launch_residual_add<float>(float*, const float*, std::int64_t, cudaStream_t);
 template void launch_residual_add<__half>(__half*, const __half*, std::int64_t, cudaStream_t);
-template void launch_residual_add<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*,
-                                                 std::int64_t, cudaStream_t);
+template void launch_residual_add<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*, std::int64_t,
+                                                 cudaStream_t);
 
 }  // namespace nanoserve

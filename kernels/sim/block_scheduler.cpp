@@ -33,7 +33,8 @@ BlockScheduler& BlockScheduler::for_this_thread() {
 
 BlockScheduler* BlockScheduler::active() { return tl_active; }
 
-BlockScheduler::BlockScheduler() : pool_(&BlockScheduler::worker_main, this, default_stack_bytes()) {}
+BlockScheduler::BlockScheduler()
+    : pool_(&BlockScheduler::worker_main, this, default_stack_bytes()) {}
 
 BlockScheduler::~BlockScheduler() = default;
 
@@ -91,8 +92,8 @@ bool BlockScheduler::run_block(uint3 block_idx, Order order, std::uint64_t seed)
   // Fresh dynamic shared memory reads as NaN (0xFF bytes) until the kernel writes it.
   std::memset(dynamic_smem_.get(), 0xff, spec_->smem_bytes);
 
+  Worker& first = pool_.take_idle();  // may throw (no memory for a stack): nothing started yet
   tl_active = this;
-  Worker& first = pool_.take_idle();
   pool_.switch_to(pool_.main_context(), first.context);
   // Back on the OS thread's stack: every thread exited, or the block failed.
   if (aborting_) unwind_all();
@@ -215,7 +216,8 @@ std::string BlockScheduler::describe_deadlock() const {
     text += " " + std::to_string(barrier_waiters_.size()) + " thread(s) (e.g. " +
             format_index(first.idx) + ") wait at " + barrier_name(first.barrier_kind) + " (" +
             format_site(barrier_site_) + ") for " +
-            std::to_string(live_ - barrier_waiters_.size()) + " live thread(s) that wait elsewhere;";
+            std::to_string(live_ - barrier_waiters_.size()) +
+            " live thread(s) that wait elsewhere;";
   }
   for (std::size_t w = 0; w < warps_.size(); ++w) {
     for (const WarpGroup& group : warps_[w].groups) {

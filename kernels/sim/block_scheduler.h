@@ -49,32 +49,32 @@ enum class WaitKind : std::uint8_t { kNone, kBarrier, kWarp };
 
 /// \brief One simulated CUDA thread of the running block.
 struct SimThread {
-  uint3 idx{0, 0, 0};                       ///< threadIdx
-  unsigned linear = 0;                      ///< x + y·bx + z·bx·by (lane = linear % 32)
-  ThreadState state = ThreadState::kUnstarted;  ///< life cycle
-  WaitKind wait = WaitKind::kNone;          ///< what it waits for, if waiting
-  WarpOp warp_op = WarpOp::kSync;           ///< pending warp operation
+  uint3 idx{0, 0, 0};                             ///< threadIdx
+  unsigned linear = 0;                            ///< x + y·bx + z·bx·by (lane = linear % 32)
+  ThreadState state = ThreadState::kUnstarted;    ///< life cycle
+  WaitKind wait = WaitKind::kNone;                ///< what it waits for, if waiting
+  WarpOp warp_op = WarpOp::kSync;                 ///< pending warp operation
   BarrierKind barrier_kind = BarrierKind::kSync;  ///< pending barrier intrinsic
-  Site site{nullptr, 0};                    ///< where it waits
-  unsigned mask = 0;                        ///< mask of the pending warp operation
-  int src_lane = 0;                         ///< shuffle source lane (own lane if out of range)
-  std::uint64_t value = 0;                  ///< warp operation input
-  std::uint64_t result = 0;                 ///< warp operation output
-  BarrierResult barrier_result{0, 0};       ///< barrier output
-  Worker* worker = nullptr;                 ///< the fiber running it, once started
+  Site site{nullptr, 0};                          ///< where it waits
+  unsigned mask = 0;                              ///< mask of the pending warp operation
+  int src_lane = 0;                    ///< shuffle source lane (own lane if out of range)
+  std::uint64_t value = 0;             ///< warp operation input
+  std::uint64_t result = 0;            ///< warp operation output
+  BarrierResult barrier_result{0, 0};  ///< barrier output
+  Worker* worker = nullptr;            ///< the fiber running it, once started
 };
 
 /// \brief Lanes of one warp that wait in the same warp operation.
 struct WarpGroup {
-  unsigned mask = 0;        ///< the mask every member passed
-  unsigned arrived = 0;     ///< lanes already waiting
+  unsigned mask = 0;          ///< the mask every member passed
+  unsigned arrived = 0;       ///< lanes already waiting
   WarpOp op = WarpOp::kSync;  ///< the intrinsic
-  Site site{nullptr, 0};    ///< its call site
+  Site site{nullptr, 0};      ///< its call site
 };
 
 /// \brief Per-warp bookkeeping.
 struct WarpState {
-  unsigned live = 0;  ///< lanes that exist and have not exited
+  unsigned live = 0;              ///< lanes that exist and have not exited
   std::vector<WarpGroup> groups;  ///< pending operations (disjoint masks)
 };
 
@@ -96,6 +96,7 @@ class BlockScheduler {
   /// \brief Releases the launch's per-block buffers.
   void end_launch();
   /// \brief Runs one block to completion; false on a launch error (then see error()).
+  /// \param block_idx the block's blockIdx
   /// \param order,seed start order of the block's threads
   bool run_block(uint3 block_idx, Order order, std::uint64_t seed);
   /// \brief Description of the last failed block, prefixed with its index.
@@ -133,7 +134,7 @@ class BlockScheduler {
   std::vector<SimThread> threads_;     // by linear index
   std::vector<unsigned> start_order_;  // linear indices in start order
   std::size_t next_start_ = 0;
-  std::vector<SimThread*> runnable_;   // FIFO ring of capacity num_threads_
+  std::vector<SimThread*> runnable_;  // FIFO ring of capacity num_threads_
   std::size_t runnable_head_ = 0;
   std::size_t runnable_count_ = 0;
   std::vector<WarpState> warps_;

@@ -63,8 +63,7 @@ cudaError_t copy(const char* api, void* dst, const void* src, std::size_t count,
   }
   std::string problem;
   switch (kind) {
-    case cudaMemcpyHostToHost:
-      break;
+    case cudaMemcpyHostToHost: break;
     case cudaMemcpyHostToDevice:
       problem = check_device_range(api, "destination", dst, count);
       if (problem.empty()) {

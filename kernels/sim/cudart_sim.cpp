@@ -143,13 +143,14 @@ cudaError_t cudaDriverGetVersion(int* driverVersion) {
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
-  if (prop == nullptr) return sim::record_error(cudaErrorInvalidValue, "cudaGetDeviceProperties: null");
+  if (prop == nullptr)
+    return sim::record_error(cudaErrorInvalidValue, "cudaGetDeviceProperties: null");
   if (const cudaError_t e = sim::check_device("cudaGetDeviceProperties", device)) return e;
   using L = sim::DeviceLimits;
   std::memset(prop, 0, sizeof *prop);
   std::strncpy(prop->name, "nanoserve CUDA simulator (CPU)", sizeof prop->name - 1);
-  prop->totalGlobalMem = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) *
-                         static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  prop->totalGlobalMem =
+      static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
   prop->sharedMemPerBlock = L::kSharedPerBlock;
   prop->sharedMemPerBlockOptin = L::kSharedPerBlockOptin;
   prop->sharedMemPerMultiprocessor = L::kSharedPerBlockOptin;
@@ -173,7 +174,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
 }
 
 cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int device) {
-  if (value == nullptr) return sim::record_error(cudaErrorInvalidValue, "cudaDeviceGetAttribute: null");
+  if (value == nullptr)
+    return sim::record_error(cudaErrorInvalidValue, "cudaDeviceGetAttribute: null");
   if (const cudaError_t e = sim::check_device("cudaDeviceGetAttribute", device)) return e;
   using L = sim::DeviceLimits;
   switch (attr) {
@@ -204,7 +206,8 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
 }
 
 cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
-  if (func == nullptr) return sim::record_error(cudaErrorInvalidDeviceFunction, "cudaFuncSetAttribute: null kernel");
+  if (func == nullptr)
+    return sim::record_error(cudaErrorInvalidDeviceFunction, "cudaFuncSetAttribute: null kernel");
   if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) return cudaSuccess;
   if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) {
     return sim::record_error(cudaErrorInvalidValue, "cudaFuncSetAttribute: attribute " +
@@ -212,10 +215,10 @@ cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, 
                                                         " is not simulated");
   }
   if (value < 0 || static_cast<size_t>(value) > sim::DeviceLimits::kSharedPerBlockOptin) {
-    return sim::record_error(
-        cudaErrorInvalidValue,
-        "cudaFuncSetAttribute: MaxDynamicSharedMemorySize " + std::to_string(value) +
-            " is outside [0, " + std::to_string(sim::DeviceLimits::kSharedPerBlockOptin) + "]");
+    return sim::record_error(cudaErrorInvalidValue,
+                             "cudaFuncSetAttribute: MaxDynamicSharedMemorySize " +
+                                 std::to_string(value) + " is outside [0, " +
+                                 std::to_string(sim::DeviceLimits::kSharedPerBlockOptin) + "]");
   }
   sim::set_max_dynamic_smem(func, static_cast<size_t>(value));
   return cudaSuccess;
@@ -243,7 +246,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (!sim::is_valid_stream(stream)) {
-    return sim::record_error(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize: not a live stream");
+    return sim::record_error(cudaErrorInvalidResourceHandle,
+                             "cudaStreamSynchronize: not a live stream");
   }
   return cudaSuccess;  // everything already ran when it was enqueued
 }
@@ -252,7 +256,8 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
   if (!sim::is_valid_stream(stream) || !sim::is_live(event)) {
-    return sim::record_error(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: not a live stream/event");
+    return sim::record_error(cudaErrorInvalidResourceHandle,
+                             "cudaStreamWaitEvent: not a live stream/event");
   }
   return cudaSuccess;
 }
@@ -285,7 +290,8 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!sim::is_live(event) || !sim::is_valid_stream(stream)) {
-    return sim::record_error(cudaErrorInvalidResourceHandle, "cudaEventRecord: not a live event/stream");
+    return sim::record_error(cudaErrorInvalidResourceHandle,
+                             "cudaEventRecord: not a live event/stream");
   }
   event->recorded = true;
   event->time = std::chrono::steady_clock::now();
@@ -294,7 +300,8 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!sim::is_live(event)) {
-    return sim::record_error(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: not a live event");
+    return sim::record_error(cudaErrorInvalidResourceHandle,
+                             "cudaEventSynchronize: not a live event");
   }
   return cudaSuccess;
 }

@@ -18,6 +18,7 @@
 
 /// @name Fast-math float intrinsics (full precision on the host)
 /// @{
+
 /// \brief e^x.
 inline float __expf(float x) { return expf(x); }
 /// \brief 10^x.
@@ -37,7 +38,10 @@ inline float __cosf(float x) { return cosf(x); }
 /// \brief Tangent.
 inline float __tanf(float x) { return tanf(x); }
 /// \brief Sine and cosine at once.
-inline void __sincosf(float x, float* s, float* c) { *s = sinf(x); *c = cosf(x); }
+inline void __sincosf(float x, float* s, float* c) {
+  *s = sinf(x);
+  *c = cosf(x);
+}
 /// \brief x / y.
 inline float __fdividef(float x, float y) { return x / y; }
 /// \brief x / y.
@@ -48,10 +52,12 @@ inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 /// \brief Clamps to [0, 1] (NaN gives 0).
 inline float __saturatef(float x) { return x > 0.0f ? (x < 1.0f ? x : 1.0f) : 0.0f; }
+
 /// @}
 
 /// @name Correctly rounded float operations (never contracted into an FMA)
 /// @{
+
 /// \brief x + y.
 inline float __fadd_rn(float x, float y) { return x + y; }
 /// \brief x - y.
@@ -72,10 +78,12 @@ inline double __dadd_rn(double x, double y) { return x + y; }
 inline double __dmul_rn(double x, double y) { return x * y; }
 /// \brief x * y + z in double with a single rounding.
 inline double __fma_rn(double x, double y, double z) { return fma(x, y, z); }
+
 /// @}
 
 /// @name Conversions and reinterpretations
 /// @{
+
 /// \brief float → int, round to nearest even.
 inline int __float2int_rn(float x) { return static_cast<int>(nearbyintf(x)); }
 /// \brief float → int, round toward zero.
@@ -95,21 +103,47 @@ inline float __uint2float_rn(unsigned x) { return static_cast<float>(x); }
 /// \brief long long → float, round to nearest.
 inline float __ll2float_rn(long long x) { return static_cast<float>(x); }
 /// \brief The bits of a float as an int.
-inline int __float_as_int(float x) { int r; std::memcpy(&r, &x, 4); return r; }
+inline int __float_as_int(float x) {
+  int r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
 /// \brief The bits of a float as an unsigned.
-inline unsigned __float_as_uint(float x) { unsigned r; std::memcpy(&r, &x, 4); return r; }
+inline unsigned __float_as_uint(float x) {
+  unsigned r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
 /// \brief An int's bits as a float.
-inline float __int_as_float(int x) { float r; std::memcpy(&r, &x, 4); return r; }
+inline float __int_as_float(int x) {
+  float r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
 /// \brief An unsigned's bits as a float.
-inline float __uint_as_float(unsigned x) { float r; std::memcpy(&r, &x, 4); return r; }
+inline float __uint_as_float(unsigned x) {
+  float r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
 /// \brief The bits of a double as a long long.
-inline long long __double_as_longlong(double x) { long long r; std::memcpy(&r, &x, 8); return r; }
+inline long long __double_as_longlong(double x) {
+  long long r;
+  std::memcpy(&r, &x, 8);
+  return r;
+}
 /// \brief A long long's bits as a double.
-inline double __longlong_as_double(long long x) { double r; std::memcpy(&r, &x, 8); return r; }
+inline double __longlong_as_double(long long x) {
+  double r;
+  std::memcpy(&r, &x, 8);
+  return r;
+}
+
 /// @}
 
 /// @name Integer intrinsics
 /// @{
+
 /// \brief Number of set bits.
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 /// \brief Number of set bits.
@@ -117,7 +151,9 @@ inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 /// \brief Leading zero bits (32 for 0).
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
 /// \brief Leading zero bits (64 for 0).
-inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
+inline int __clzll(long long x) {
+  return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x));
+}
 /// \brief 1-based position of the least significant set bit (0 for 0).
 inline int __ffs(int x) { return __builtin_ffs(x); }
 /// \brief 1-based position of the least significant set bit (0 for 0).
@@ -130,19 +166,25 @@ inline unsigned __brev(unsigned x) {
   return __builtin_bswap32(x);
 }
 /// \brief High 32 bits of the 64-bit product.
-inline unsigned __umulhi(unsigned x, unsigned y) { return static_cast<unsigned>((static_cast<std::uint64_t>(x) * y) >> 32); }
+inline unsigned __umulhi(unsigned x, unsigned y) {
+  return static_cast<unsigned>((static_cast<std::uint64_t>(x) * y) >> 32);
+}
 /// \brief High 32 bits of the 64-bit signed product.
-inline int __mulhi(int x, int y) { return static_cast<int>((static_cast<std::int64_t>(x) * y) >> 32); }
+inline int __mulhi(int x, int y) {
+  return static_cast<int>((static_cast<std::int64_t>(x) * y) >> 32);
+}
 /// \brief Product of the low 24 bits.
 inline int __mul24(int x, int y) {
   // Sign-extend the low 24 bits without shifting a negative value left (undefined behaviour).
   const auto low24 = [](int v) { return static_cast<int>(static_cast<unsigned>(v) << 8) >> 8; };
   return static_cast<int>(static_cast<std::int64_t>(low24(x)) * low24(y));
 }
+
 /// @}
 
 /// @name min / max as CUDA declares them in the global namespace
 /// @{
+
 /// \brief Smaller of two ints.
 inline int min(int a, int b) { return a < b ? a : b; }
 /// \brief Larger of two ints.
@@ -169,43 +211,60 @@ inline double min(double a, double b) { return fmin(a, b); }
 inline double max(double a, double b) { return fmax(a, b); }
 /// \brief Mixed arithmetic types: compared in their common type, as CUDA's mixed overloads do.
 template <typename A, typename B,
-          typename = std::enable_if_t<std::is_arithmetic<A>::value && std::is_arithmetic<B>::value &&
-                                      !std::is_same<A, B>::value>>
+          typename = std::enable_if_t<std::is_arithmetic<A>::value &&
+                                      std::is_arithmetic<B>::value && !std::is_same<A, B>::value>>
 std::common_type_t<A, B> min(A a, B b) {
   return min(static_cast<std::common_type_t<A, B>>(a), static_cast<std::common_type_t<A, B>>(b));
 }
 /// \brief Mixed arithmetic types: compared in their common type.
 template <typename A, typename B,
-          typename = std::enable_if_t<std::is_arithmetic<A>::value && std::is_arithmetic<B>::value &&
-                                      !std::is_same<A, B>::value>>
+          typename = std::enable_if_t<std::is_arithmetic<A>::value &&
+                                      std::is_arithmetic<B>::value && !std::is_same<A, B>::value>>
 std::common_type_t<A, B> max(A a, B b) {
   return max(static_cast<std::common_type_t<A, B>>(a), static_cast<std::common_type_t<A, B>>(b));
 }
+
 /// @}
 
 /// @name Cache-hinted loads and stores (plain memory accesses on the CPU)
 /// @{
+
 /// \brief Load through the read-only data cache.
 template <typename T>
-T __ldg(const T* address) { return *address; }
+T __ldg(const T* address) {
+  return *address;
+}
 /// \brief Load, cache streaming.
 template <typename T>
-T __ldcs(const T* address) { return *address; }
+T __ldcs(const T* address) {
+  return *address;
+}
 /// \brief Load, cache at global level.
 template <typename T>
-T __ldcg(const T* address) { return *address; }
+T __ldcg(const T* address) {
+  return *address;
+}
 /// \brief Load, last use.
 template <typename T>
-T __ldlu(const T* address) { return *address; }
+T __ldlu(const T* address) {
+  return *address;
+}
 /// \brief Store, cache streaming.
 template <typename T>
-void __stcs(T* address, T value) { *address = value; }
+void __stcs(T* address, T value) {
+  *address = value;
+}
 /// \brief Store, cache at global level.
 template <typename T>
-void __stcg(T* address, T value) { *address = value; }
+void __stcg(T* address, T value) {
+  *address = value;
+}
 /// \brief Store, write-back.
 template <typename T>
-void __stwb(T* address, T value) { *address = value; }
+void __stwb(T* address, T value) {
+  *address = value;
+}
+
 /// @}
 
 namespace nanoserve::sim {

@@ -18,9 +18,9 @@ enum class MemoryKind { kDevice, kPinnedHost };
 
 /// \brief Where a pointer falls.
 struct MemoryRegion {
-  bool found = false;         ///< inside a live allocation of the asked kind
-  std::uintptr_t base = 0;    ///< that allocation's start
-  std::size_t size = 0;       ///< and its size
+  bool found = false;       ///< inside a live allocation of the asked kind
+  std::uintptr_t base = 0;  ///< that allocation's start
+  std::size_t size = 0;     ///< and its size
 };
 
 /// \brief Allocates `bytes` (256-byte aligned, like cudaMalloc), poisoned with 0xFF; null on

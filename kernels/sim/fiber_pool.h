@@ -49,7 +49,8 @@ using WorkerMain = void (*)(Worker& self, void* user);
 /// migrate, which is what makes OS-thread-local `threadIdx` correct).
 class FiberPool {
  public:
-  /// \brief Creates an empty pool; `body(worker, user)` is what each new worker runs.
+  /// \brief Creates an empty pool.
+  /// \param body,user each new worker runs `body(worker, user)`
   /// \param stack_bytes usable stack per worker (a guard page and a stagger are added).
   FiberPool(WorkerMain body, void* user, std::size_t stack_bytes);
   /// \brief Lets every (idle) worker return from its body, then unmaps the stacks.

@@ -25,25 +25,27 @@
 #include "kernels/sim/builtins.h"
 
 #if CUDART_VERSION >= 14000
-#error "kernels/sim/half_math.h was checked against CUDA 12/13 headers; re-check which fp16/bf16 functions a newer toolkit makes host-callable"
+// Checked against CUDA 12/13 headers: re-check which functions a newer toolkit makes
+// host-callable (they would collide with the definitions below), then raise this bound.
+#error "kernels/sim/half_math.h: re-check the host-callable fp16/bf16 set for this CUDA"
 #endif
 
 /// \cond NS_SIM_INTERNAL
 
-#define NS_SIM_LOW_PRECISION_UNARY(name, name2, expr)                                     \
-  inline __half name(const __half a) {                                                    \
-    const float x = __half2float(a);                                                      \
-    return __float2half_rn(expr);                                                         \
-  }                                                                                       \
-  inline __nv_bfloat16 name(const __nv_bfloat16 a) {                                      \
-    const float x = __bfloat162float(a);                                                  \
-    return __float2bfloat16_rn(expr);                                                     \
-  }                                                                                       \
-  inline __half2 name2(const __half2 a) {                                                 \
-    return __halves2half2(name(__low2half(a)), name(__high2half(a)));                     \
-  }                                                                                       \
-  inline __nv_bfloat162 name2(const __nv_bfloat162 a) {                                   \
-    return __halves2bfloat162(name(__low2bfloat16(a)), name(__high2bfloat16(a)));         \
+#define NS_SIM_LOW_PRECISION_UNARY(name, name2, expr)                             \
+  inline __half name(const __half a) {                                            \
+    const float x = __half2float(a);                                              \
+    return __float2half_rn(expr);                                                 \
+  }                                                                               \
+  inline __nv_bfloat16 name(const __nv_bfloat16 a) {                              \
+    const float x = __bfloat162float(a);                                          \
+    return __float2bfloat16_rn(expr);                                             \
+  }                                                                               \
+  inline __half2 name2(const __half2 a) {                                         \
+    return __halves2half2(name(__low2half(a)), name(__high2half(a)));             \
+  }                                                                               \
+  inline __nv_bfloat162 name2(const __nv_bfloat162 a) {                           \
+    return __halves2bfloat162(name(__low2bfloat16(a)), name(__high2bfloat16(a))); \
   }
 
 NS_SIM_LOW_PRECISION_UNARY(hexp, h2exp, expf(x))
@@ -85,7 +87,7 @@ inline __nv_bfloat162 __hfma2(const __nv_bfloat162 a, const __nv_bfloat162 b,
                             __hfma(__high2bfloat16(a), __high2bfloat16(b), __high2bfloat16(c)));
 }
 
-#define NS_SIM_LOW_PRECISION_TO_INT(name, type, from, to_float, rounding)                \
+#define NS_SIM_LOW_PRECISION_TO_INT(name, type, from, to_float, rounding) \
   inline type name(const from a) { return static_cast<type>(rounding(to_float(a))); }
 
 NS_SIM_LOW_PRECISION_TO_INT(__half2int_rn, int, __half, __half2float, nearbyintf)
@@ -99,8 +101,7 @@ NS_SIM_LOW_PRECISION_TO_INT(__bfloat162int_rd, int, __nv_bfloat16, __bfloat162fl
 NS_SIM_LOW_PRECISION_TO_INT(__bfloat162int_ru, int, __nv_bfloat16, __bfloat162float, ceilf)
 NS_SIM_LOW_PRECISION_TO_INT(__bfloat162uint_rn, unsigned, __nv_bfloat16, __bfloat162float,
                             nearbyintf)
-NS_SIM_LOW_PRECISION_TO_INT(__bfloat162short_rn, short, __nv_bfloat16, __bfloat162float,
-                            nearbyintf)
+NS_SIM_LOW_PRECISION_TO_INT(__bfloat162short_rn, short, __nv_bfloat16, __bfloat162float, nearbyintf)
 NS_SIM_LOW_PRECISION_TO_INT(__bfloat162ll_rn, long long, __nv_bfloat16, __bfloat162float,
                             nearbyintf)
 

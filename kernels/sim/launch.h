@@ -64,6 +64,9 @@ using KernelBody = void (*)(const void* closure);
 /// \brief Validates and runs a launch to completion on the CPU.
 ///
 /// \param kernel the kernel's address (identifies it for `cudaFuncSetAttribute`)
+/// \param grid,block launch dimensions (validated like CUDA does)
+/// \param smem_bytes dynamic shared memory per block
+/// \param stream must be a default stream or a live created one
 /// \param body,closure run the kernel with its arguments
 /// \return cudaSuccess, or the error that `cudaGetLastError` will also return; the reason is in
 ///         `last_error_detail()`. After an error every simulated thread has been unwound and the

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <string>
 
@@ -35,9 +36,8 @@ std::string check_configuration(dim3 grid, dim3 block) {
   }
   const std::uint64_t threads = std::uint64_t{block.x} * block.y * block.z;
   if (threads > DeviceLimits::kMaxThreadsPerBlock) {
-    return "block " + format_dim(block) + " has " + std::to_string(threads) +
-           " threads; at most " + std::to_string(DeviceLimits::kMaxThreadsPerBlock) +
-           " are allowed";
+    return "block " + format_dim(block) + " has " + std::to_string(threads) + " threads; at most " +
+           std::to_string(DeviceLimits::kMaxThreadsPerBlock) + " are allowed";
   }
   return {};
 }
@@ -79,8 +79,12 @@ void run_blocks(const LaunchSpec& spec, const Options& options, const Permutatio
     const std::uint64_t linear = order(ordinal);
     // Threads inside a shuffled block get their own permutation, reproducible per block.
     const std::uint64_t thread_seed = mix64(options.seed ^ mix64(linear));
-    if (!scheduler.run_block(block_index(linear, spec.grid), options.order, thread_seed)) {
-      outcome.report(ordinal, scheduler.error());
+    try {
+      if (!scheduler.run_block(block_index(linear, spec.grid), options.order, thread_seed)) {
+        outcome.report(ordinal, scheduler.error());
+      }
+    } catch (const std::exception& e) {  // e.g. no memory left for another fiber stack
+      outcome.report(ordinal, std::string("the simulator failed: ") + e.what());
     }
   }
   scheduler.end_launch();
@@ -127,8 +131,8 @@ cudaError_t launch_kernel(const void* kernel, dim3 grid, dim3 block, std::size_t
   if (os_threads <= 1) {
     run_blocks(spec, opts, order, total, next, outcome);
   } else {
-    ThreadPool::instance().run(
-        os_threads, [&](int) { run_blocks(spec, opts, order, total, next, outcome); });
+    ThreadPool::instance().run(os_threads,
+                               [&](int) { run_blocks(spec, opts, order, total, next, outcome); });
   }
   if (outcome.failed) return record_error(cudaErrorLaunchFailure, outcome.error);
   return cudaSuccess;

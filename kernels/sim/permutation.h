@@ -34,12 +34,9 @@ class Permutation {
   /// \brief The element started `i`-th.
   std::uint64_t operator()(std::uint64_t i) const {
     switch (order_) {
-      case Order::kForward:
-        return i;
-      case Order::kReverse:
-        return n_ - 1 - i;
-      case Order::kShuffle:
-        break;
+      case Order::kForward: return i;
+      case Order::kReverse: return n_ - 1 - i;
+      case Order::kShuffle: break;
     }
     std::uint64_t x = encrypt(i);
     while (x >= n_) x = encrypt(x);  // cycle-walking: terminates because encrypt is a bijection

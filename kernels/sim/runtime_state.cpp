@@ -12,7 +12,7 @@ namespace nanoserve::sim {
 namespace {
 
 struct ErrorState {
-  cudaError_t last = cudaSuccess;  // what cudaGetLastError returns (cleared by it)
+  cudaError_t last = cudaSuccess;         // what cudaGetLastError returns (cleared by it)
   cudaError_t detail_code = cudaSuccess;  // the code `detail` explains (kept until the next error)
   std::string detail;
 };

@@ -13,10 +13,10 @@ namespace nanoserve::sim {
 /// \brief Limits of the simulated device: those of an sm_80+ GPU, with H100/H200's shared memory
 /// opt-in, so that a launch the simulator accepts is one a real GPU of the project accepts.
 struct DeviceLimits {
-  static constexpr unsigned kMaxThreadsPerBlock = 1024;         ///< x·y·z of a block
-  static constexpr unsigned kMaxBlockDim[3] = {1024, 1024, 64};  ///< per block dimension
+  static constexpr unsigned kMaxThreadsPerBlock = 1024;                    ///< x·y·z of a block
+  static constexpr unsigned kMaxBlockDim[3] = {1024, 1024, 64};            ///< per block dimension
   static constexpr unsigned kMaxGridDim[3] = {2147483647u, 65535, 65535};  ///< per grid dimension
-  static constexpr std::size_t kSharedPerBlock = 48 * 1024;     ///< default dynamic smem limit
+  static constexpr std::size_t kSharedPerBlock = 48 * 1024;        ///< default dynamic smem limit
   static constexpr std::size_t kSharedPerBlockOptin = 227 * 1024;  ///< cudaFuncSetAttribute max
   static constexpr int kComputeMajor = 8;  ///< reported compute capability (major)
   static constexpr int kComputeMinor = 0;  ///< reported compute capability (minor)

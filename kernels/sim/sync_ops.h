@@ -39,8 +39,7 @@ inline void __syncthreads(const char* file = __builtin_FILE(), int line = __buil
 /// \brief `__syncthreads` that returns how many threads passed a non-zero predicate.
 inline int __syncthreads_count(int predicate, const char* file = __builtin_FILE(),
                                int line = __builtin_LINE()) {
-  return nanoserve::sim::block_barrier(nanoserve::sim::BarrierKind::kCount, predicate,
-                                       {file, line})
+  return nanoserve::sim::block_barrier(nanoserve::sim::BarrierKind::kCount, predicate, {file, line})
       .count;
 }
 

@@ -31,12 +31,24 @@
 namespace nanoserve::sim {
 
 /// \brief Which warp intrinsic a lane is in.
-enum class WarpOp : unsigned char { kSync, kShflIdx, kShflUp, kShflDown, kShflXor, kBallot, kAny, kAll };
+enum class WarpOp : unsigned char {
+  kSync,
+  kShflIdx,
+  kShflUp,
+  kShflDown,
+  kShflXor,
+  kBallot,
+  kAny,
+  kAll
+};
 
 /// \brief The rendezvous behind every warp intrinsic (implemented by the scheduler).
+/// \param op which intrinsic
+/// \param mask the lanes taking part, as passed by the caller
 /// \param value the lane's payload (raw bytes) or predicate
 /// \param lane_arg source lane, delta or lane mask, depending on `op`
 /// \param width shuffle segment width
+/// \param site the intrinsic's call site
 /// \return the lane's result: the shuffled raw bytes, the ballot, or the any/all flag
 std::uint64_t warp_op(WarpOp op, unsigned mask, std::uint64_t value, int lane_arg, int width,
                       Site site);
@@ -65,8 +77,8 @@ inline void __syncwarp(unsigned mask = 0xffffffffu, const char* file = __builtin
 template <typename T>
 T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize,
               const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  return nanoserve::sim::shuffle_bytes(nanoserve::sim::WarpOp::kShflIdx, mask, var, src_lane,
-                                       width, {file, line});
+  return nanoserve::sim::shuffle_bytes(nanoserve::sim::WarpOp::kShflIdx, mask, var, src_lane, width,
+                                       {file, line});
 }
 
 /// \brief Reads `var` from lane `lane - delta`; lanes below `delta` in their segment keep theirs.
@@ -85,7 +97,8 @@ T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
                                        static_cast<int>(delta), width, {file, line});
 }
 
-/// \brief Reads `var` from lane `lane ^ lane_mask`; a source in a later segment gives the own value.
+/// \brief Reads `var` from lane `lane ^ lane_mask`; a source in a later segment gives the own
+/// value.
 template <typename T>
 T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize,
                   const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
@@ -97,8 +110,7 @@ T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize,
 inline unsigned __ballot_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(),
                               int line = __builtin_LINE()) {
   return static_cast<unsigned>(nanoserve::sim::warp_op(nanoserve::sim::WarpOp::kBallot, mask,
-                                                       predicate != 0, 0, warpSize,
-                                                       {file, line}));
+                                                       predicate != 0, 0, warpSize, {file, line}));
 }
 
 /// \brief Non-zero iff any participating lane passed a non-zero predicate.

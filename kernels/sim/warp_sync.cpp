@@ -40,8 +40,7 @@ unsigned source_lane(WarpOp op, unsigned lane, int lane_arg, unsigned width) {
       const unsigned src = lane ^ arg;
       return src < segment + width ? src : lane;
     }
-    default:
-      return lane;
+    default: return lane;
   }
 }
 
@@ -130,18 +129,10 @@ void BlockScheduler::complete_group(WarpState& warp, std::size_t group_index) {
     if (((participants >> lane) & 1u) == 0) continue;
     SimThread& member = threads_[base + lane];
     switch (group.op) {
-      case WarpOp::kSync:
-        member.result = 0;
-        break;
-      case WarpOp::kBallot:
-        member.result = ballot;
-        break;
-      case WarpOp::kAny:
-        member.result = ballot != 0 ? 1 : 0;
-        break;
-      case WarpOp::kAll:
-        member.result = ballot == participants ? 1 : 0;
-        break;
+      case WarpOp::kSync: member.result = 0; break;
+      case WarpOp::kBallot: member.result = ballot; break;
+      case WarpOp::kAny: member.result = ballot != 0 ? 1 : 0; break;
+      case WarpOp::kAll: member.result = ballot == participants ? 1 : 0; break;
       default: {  // shuffles: a lane outside the rendezvous has no value to give (0xFF bytes)
         const auto src = static_cast<unsigned>(member.src_lane);
         member.result = ((participants >> src) & 1u) ? threads_[base + src].value : ~0ull;

@@ -74,8 +74,7 @@ inline void expect_cuda_error(const std::function<void()>& run, cudaError_t code
                   << "', but nothing failed";
   } catch (const CudaError& e) {
     EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
-        << "message: " << e.what();
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << "message: " << e.what();
   }
 }
 

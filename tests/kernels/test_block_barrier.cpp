@@ -85,8 +85,7 @@ void check_tree_sum() {
   for (int i = 0; i < kBlocks * kBlock; ++i) in[i] = static_cast<float>(i % kBlock);
   testing::DeviceBuffer<float> d_in(in);
   testing::DeviceBuffer<float> d_out(kBlocks);
-  launch(tree_sum_kernel<kBlock>, dim3(kBlocks), dim3(kBlock), 0, nullptr, d_in.get(),
-         d_out.get());
+  launch(tree_sum_kernel<kBlock>, dim3(kBlocks), dim3(kBlock), 0, nullptr, d_in.get(), d_out.get());
   // 0 + 1 + ... + (kBlock - 1), exact in float for these sizes.
   for (float sum : d_out.to_host()) EXPECT_EQ(sum, kBlock * (kBlock - 1) / 2.0f);
 }

@@ -85,8 +85,10 @@ __global__ void low_precision_kernel(const float* in, float* out, int n) {
     one = __float2bfloat16_rn(1.0f);
   }
   const auto f = [](T v) {
-    if constexpr (std::is_same<T, __half>::value) return __half2float(v);
-    else return __bfloat162float(v);
+    if constexpr (std::is_same<T, __half>::value)
+      return __half2float(v);
+    else
+      return __bfloat162float(v);
   };
   out[0 * n + i] = f(hexp(x));
   out[1 * n + i] = f(hsqrt(x));
@@ -108,8 +110,9 @@ void check_low_precision(double ulp) {
   const std::vector<float> got = d_out.to_host();
   for (int i = 0; i < n; ++i) {
     const double x = in[i];  // exactly representable in both types
-    const double want[8] = {std::exp(x),     std::sqrt(x),   1.0 / std::sqrt(x), std::log(x),
-                            std::tanh(x),    x * x + 1.0,    1.0 / x,            std::floor(x)};
+    const double want[8] = {std::exp(x), std::sqrt(x), 1.0 / std::sqrt(x),
+                            std::log(x), std::tanh(x), x * x + 1.0,
+                            1.0 / x,     std::floor(x)};
     for (int k = 0; k < 8; ++k) {
       // Two units in the last place of the storage type: one for rounding the exact result,
       // one for the GPU's approximation.

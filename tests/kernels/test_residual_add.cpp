@@ -19,11 +19,17 @@ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 template <typename T>
 T from_float(float v);
 template <>
-float from_float<float>(float v) { return v; }
+float from_float<float>(float v) {
+  return v;
+}
 template <>
-__half from_float<__half>(float v) { return __float2half_rn(v); }
+__half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
 template <>
-__nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 
 template <typename T>
 void check_sizes() {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/sim/block_scheduler.h"
 #include "tests/kernels/kernel_test_support.h"
 
 namespace nanoserve {
@@ -63,6 +64,18 @@ TEST(SimErrors, DeadlockIsALaunchErrorThatSaysWhoWaitsWhere) {
   expect_runtime_usable();
 }
 
+TEST(SimErrors, FailedLaunchesReturnEveryFiberToThePool) {
+  testing::DeviceBuffer<int> out(64);
+  const auto fail_once = [&] {
+    EXPECT_THROW(launch(deadlock_kernel, dim3(2), dim3(64), 0, nullptr, out.get()), CudaError);
+  };
+  fail_once();
+  const std::size_t workers = sim::BlockScheduler::for_this_thread().worker_count();
+  for (int i = 0; i < 5; ++i) fail_once();
+  EXPECT_EQ(sim::BlockScheduler::for_this_thread().worker_count(), workers);
+  expect_runtime_usable();
+}
+
 __global__ void mask_mismatch_kernel(int* out) {
   const unsigned mask = threadIdx.x == 0 ? 0xffffffffu : 0xfffffffeu;
   out[threadIdx.x] = __any_sync(mask, 1);
@@ -74,9 +87,8 @@ TEST(SimErrors, LanesPassingDifferentMasksAreALaunchError) {
   // own rendezvous first and the mismatch goes unnoticed: see warp_ops.h.)
   sim::ScopedOptions forward{sim::Options{}};
   testing::DeviceBuffer<int> out(32);
-  expect_cuda_error(
-      [&] { launch(mask_mismatch_kernel, dim3(1), dim3(32), 0, nullptr, out.get()); },
-      cudaErrorLaunchFailure, "same mask");
+  expect_cuda_error([&] { launch(mask_mismatch_kernel, dim3(1), dim3(32), 0, nullptr, out.get()); },
+                    cudaErrorLaunchFailure, "same mask");
   expect_runtime_usable();
 }
 
@@ -122,7 +134,7 @@ TEST(SimErrors, AnExceptionInAKernelIsALaunchErrorAndUnwindsEveryThread) {
   sim::ScopedOptions scoped(forward);
   expect_cuda_error([] { launch(throwing_kernel, dim3(3), dim3(64), 0, nullptr); },
                     cudaErrorLaunchFailure, "boom in thread 5");
-  EXPECT_GT(g_constructed.load(), 64);  // block 0 ran, block 1 had started
+  EXPECT_GT(g_constructed.load(), 64);                  // block 0 ran, block 1 had started
   EXPECT_EQ(g_destroyed.load(), g_constructed.load());  // waiting threads were unwound
   expect_runtime_usable();
 }

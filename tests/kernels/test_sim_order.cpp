@@ -96,8 +96,8 @@ TEST(SimOrder, BlocksAndThreadsStartInTheRequestedOrder) {
     const std::vector<int> shuffled = tickets(with_order(sim::Order::kShuffle, 7), blocks);
     std::vector<int> sorted = shuffled;
     std::sort(sorted.begin(), sorted.end());
-    EXPECT_EQ(sorted, iota(64, false));             // every one ran exactly once
-    EXPECT_NE(shuffled, iota(64, false));           // in another order
+    EXPECT_EQ(sorted, iota(64, false));    // every one ran exactly once
+    EXPECT_NE(shuffled, iota(64, false));  // in another order
     EXPECT_EQ(tickets(with_order(sim::Order::kShuffle, 7), blocks), shuffled);  // reproducibly
     EXPECT_NE(tickets(with_order(sim::Order::kShuffle, 8), blocks), shuffled);  // per seed
   }

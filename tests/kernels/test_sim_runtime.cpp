@@ -19,9 +19,8 @@ namespace {
 void expect_error(cudaError_t got, cudaError_t code, const std::string& fragment) {
   EXPECT_EQ(got, code) << cudaGetErrorName(got);
   EXPECT_EQ(sim::last_error_detail_code(), code);
-  EXPECT_NE(sim::last_error_detail().find(fragment), std::string::npos)
-      << sim::last_error_detail();
-  EXPECT_EQ(cudaGetLastError(), code);  // recorded as the last error...
+  EXPECT_NE(sim::last_error_detail().find(fragment), std::string::npos) << sim::last_error_detail();
+  EXPECT_EQ(cudaGetLastError(), code);         // recorded as the last error...
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // ...and cleared by reading it
 }
 
@@ -118,8 +117,7 @@ TEST(SimRuntime, EventsTimeTheHostClock) {
   CUDA_CHECK(cudaEventCreate(&start));
   CUDA_CHECK(cudaEventCreate(&stop));
   float ms = -1.0f;
-  expect_error(cudaEventElapsedTime(&ms, start, stop), cudaErrorInvalidResourceHandle,
-               "recorded");
+  expect_error(cudaEventElapsedTime(&ms, start, stop), cudaErrorInvalidResourceHandle, "recorded");
   CUDA_CHECK(cudaEventRecord(start, nullptr));
   CUDA_CHECK(cudaEventRecord(stop, nullptr));
   CUDA_CHECK(cudaEventSynchronize(stop));

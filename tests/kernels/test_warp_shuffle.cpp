@@ -23,7 +23,9 @@ __global__ void shuffle_kernel(const T* in, T* out, Shfl kind, int arg, int widt
   switch (kind) {
     case Shfl::kIdx: r = __shfl_sync(0xffffffffu, v, arg, width); break;
     case Shfl::kUp: r = __shfl_up_sync(0xffffffffu, v, static_cast<unsigned>(arg), width); break;
-    case Shfl::kDown: r = __shfl_down_sync(0xffffffffu, v, static_cast<unsigned>(arg), width); break;
+    case Shfl::kDown:
+      r = __shfl_down_sync(0xffffffffu, v, static_cast<unsigned>(arg), width);
+      break;
     case Shfl::kXor: r = __shfl_xor_sync(0xffffffffu, v, arg, width); break;
   }
   out[t] = r;
@@ -56,19 +58,29 @@ int expected_source(Shfl kind, int t, int arg, int width, int block) {
 template <typename T>
 T make_value(int t);
 template <>
-float make_value<float>(int t) { return 1.5f * static_cast<float>(t) - 7.0f; }
+float make_value<float>(int t) {
+  return 1.5f * static_cast<float>(t) - 7.0f;
+}
 template <>
-double make_value<double>(int t) { return 1e10 + static_cast<double>(t); }  // uses all 8 bytes
+double make_value<double>(int t) {
+  return 1e10 + static_cast<double>(t);
+}  // uses all 8 bytes
 template <>
-std::int64_t make_value<std::int64_t>(int t) { return (std::int64_t{1} << 40) * (t + 1) + t; }
+std::int64_t make_value<std::int64_t>(int t) {
+  return (std::int64_t{1} << 40) * (t + 1) + t;
+}
 template <>
-__half make_value<__half>(int t) { return __float2half(static_cast<float>(t)); }
+__half make_value<__half>(int t) {
+  return __float2half(static_cast<float>(t));
+}
 template <>
 __half2 make_value<__half2>(int t) {
   return __floats2half2_rn(static_cast<float>(t), -static_cast<float>(2 * t));
 }
 template <>
-__nv_bfloat16 make_value<__nv_bfloat16>(int t) { return __float2bfloat16(static_cast<float>(t)); }
+__nv_bfloat16 make_value<__nv_bfloat16>(int t) {
+  return __float2bfloat16(static_cast<float>(t));
+}
 
 template <typename T>
 void check_shuffles(int block) {
@@ -80,14 +92,14 @@ void check_shuffles(int block) {
     Shfl kind;
     int arg;
   };
-  const Case cases[] = {{Shfl::kIdx, 0},  {Shfl::kIdx, 5},  {Shfl::kIdx, 31}, {Shfl::kIdx, -1},
-                        {Shfl::kIdx, 37}, {Shfl::kUp, 1},   {Shfl::kUp, 3},   {Shfl::kUp, 16},
+  const Case cases[] = {{Shfl::kIdx, 0},  {Shfl::kIdx, 5},  {Shfl::kIdx, 31},  {Shfl::kIdx, -1},
+                        {Shfl::kIdx, 37}, {Shfl::kUp, 1},   {Shfl::kUp, 3},    {Shfl::kUp, 16},
                         {Shfl::kDown, 1}, {Shfl::kDown, 3}, {Shfl::kDown, 16}, {Shfl::kXor, 1},
                         {Shfl::kXor, 6},  {Shfl::kXor, 16}, {Shfl::kXor, 31}};
   for (int width : {1, 2, 4, 8, 16, 32}) {
     for (const Case& c : cases) {
-      launch(shuffle_kernel<T>, dim3(1), dim3(block), 0, nullptr, d_in.get(), d_out.get(),
-             c.kind, c.arg, width);
+      launch(shuffle_kernel<T>, dim3(1), dim3(block), 0, nullptr, d_in.get(), d_out.get(), c.kind,
+             c.arg, width);
       const std::vector<T> out = d_out.to_host();
       for (int t = 0; t < block; ++t) {
         const int src = expected_source(c.kind, t, c.arg, width, block);
@@ -119,7 +131,7 @@ TEST(WarpShuffleReference, HandComputedSources) {
   EXPECT_EQ(expected_source(Shfl::kUp, 20, 3, 16, 32), 17);
   EXPECT_EQ(expected_source(Shfl::kDown, 14, 3, 16, 32), 14);
   EXPECT_EQ(expected_source(Shfl::kDown, 12, 3, 16, 32), 15);
-  EXPECT_EQ(expected_source(Shfl::kIdx, 9, 37, 8, 32), 13);  // 37 mod 8 = 5 in segment 8..15
+  EXPECT_EQ(expected_source(Shfl::kIdx, 9, 37, 8, 32), 13);    // 37 mod 8 = 5 in segment 8..15
   EXPECT_EQ(expected_source(Shfl::kIdx, 40, 20, 32, 48), -1);  // lane 20 of warp 1 is missing
 }
 

@@ -101,17 +101,20 @@ int main(int argc, char** argv) {
 
   print_row("fiber switch", switch_ns(1000 * scale), "ns");
 
-  print_row("launch, 1 block x 1 thread", best_seconds(3, [&] {
-              for (int i = 0; i < 100 * scale; ++i) {
-                launch(empty_kernel, dim3(1), dim3(1), 0, nullptr);
-              }
-            }) * 1e9 / (100.0 * scale), "ns");
+  print_row("launch, 1 block x 1 thread",
+            best_seconds(3,
+                         [&] {
+                           for (int i = 0; i < 100 * scale; ++i) {
+                             launch(empty_kernel, dim3(1), dim3(1), 0, nullptr);
+                           }
+                         }) *
+                1e9 / (100.0 * scale),
+            "ns");
 
   for (unsigned block : {32u, 256u, 1024u}) {
     const int iterations = 10 * scale;
-    const double s = best_seconds(3, [&] {
-      launch(barrier_kernel, dim3(1), dim3(block), 0, nullptr, iterations);
-    });
+    const double s = best_seconds(
+        3, [&] { launch(barrier_kernel, dim3(1), dim3(block), 0, nullptr, iterations); });
     char label[64];
     std::snprintf(label, sizeof label, "__syncthreads per thread (block %u)", block);
     print_row(label, s * 1e9 / (static_cast<double>(iterations) * block), "ns");
@@ -121,9 +124,8 @@ int main(int argc, char** argv) {
     const int iterations = 10 * scale;
     float* out = nullptr;
     CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&out), 256 * sizeof(float)));
-    const double s = best_seconds(3, [&] {
-      launch(shuffle_kernel, dim3(1), dim3(256), 0, nullptr, out, iterations);
-    });
+    const double s = best_seconds(
+        3, [&] { launch(shuffle_kernel, dim3(1), dim3(256), 0, nullptr, out, iterations); });
     print_row("__shfl_xor_sync per lane (block 256)", s * 1e9 / (iterations * 256.0), "ns");
     CUDA_CHECK(cudaFree(out));
   }
@@ -137,20 +139,27 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&w), host_w.size() * sizeof(float)));
     CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&x), n * sizeof(float)));
     CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&y), n * sizeof(float)));
-    CUDA_CHECK(cudaMemcpy(w, host_w.data(), host_w.size() * sizeof(float),
-                          cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(w, host_w.data(), host_w.size() * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(x, host_x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
     char label[64];
     std::snprintf(label, sizeof label, "GEMV %dx%d fp32, thread per row", n, n);
-    print_row(label, best_seconds(5, [&] {
-                launch(gemv_thread_per_row, dim3((n + 255) / 256), dim3(256), 0, nullptr, w, x, y,
-                       n, n);
-              }) * 1e3, "ms");
+    print_row(label,
+              best_seconds(5,
+                           [&] {
+                             launch(gemv_thread_per_row, dim3((n + 255) / 256), dim3(256), 0,
+                                    nullptr, w, x, y, n, n);
+                           }) *
+                  1e3,
+              "ms");
     std::snprintf(label, sizeof label, "GEMV %dx%d fp32, warp per row + shuffles", n, n);
-    print_row(label, best_seconds(5, [&] {
-                launch(gemv_warp_per_row, dim3((n + 7) / 8), dim3(256), 0, nullptr, w, x, y, n,
-                       n);
-              }) * 1e3, "ms");
+    print_row(label,
+              best_seconds(5,
+                           [&] {
+                             launch(gemv_warp_per_row, dim3((n + 7) / 8), dim3(256), 0, nullptr, w,
+                                    x, y, n, n);
+                           }) *
+                  1e3,
+              "ms");
     CUDA_CHECK(cudaFree(w));
     CUDA_CHECK(cudaFree(x));
     CUDA_CHECK(cudaFree(y));
