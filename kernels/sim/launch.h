@@ -39,6 +39,9 @@ struct Options {
   std::string env_error;          ///< non-empty when the environment could not be parsed
 };
 
+/// \brief Options from the values of `NANOSERVE_SIM_ORDER` and `NANOSERVE_SIM_THREADS` (either
+/// may be null or empty for the default); a malformed value is described in `env_error`.
+Options parse_options(const char* order, const char* threads);
 /// \brief The options the next launch uses.
 Options options();
 /// \brief Replaces the options for subsequent launches (all host threads).

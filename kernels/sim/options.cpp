@@ -17,9 +17,11 @@ bool parse_u64(const char* text, std::uint64_t* value) {
   return *end == '\0';
 }
 
-Options from_environment() {
+}  // namespace
+
+Options parse_options(const char* order, const char* threads) {
   Options result;
-  if (const char* order = std::getenv("NANOSERVE_SIM_ORDER"); order != nullptr && *order) {
+  if (order != nullptr && *order) {
     if (std::strcmp(order, "forward") == 0) {
       result.order = Order::kForward;
     } else if (std::strcmp(order, "reverse") == 0) {
@@ -33,7 +35,7 @@ Options from_environment() {
                          "': expected forward, reverse, shuffle or shuffle:<seed>";
     }
   }
-  if (const char* threads = std::getenv("NANOSERVE_SIM_THREADS"); threads != nullptr && *threads) {
+  if (threads != nullptr && *threads) {
     std::uint64_t n = 0;
     if (parse_u64(threads, &n) && n >= 1 && n <= 1024) {
       result.os_threads = static_cast<int>(n);
@@ -45,9 +47,12 @@ Options from_environment() {
   return result;
 }
 
+namespace {
+
 struct OptionsState {
   std::mutex mutex;
-  Options current = from_environment();
+  Options current =
+      parse_options(std::getenv("NANOSERVE_SIM_ORDER"), std::getenv("NANOSERVE_SIM_THREADS"));
 };
 
 OptionsState& state() {

@@ -103,6 +103,30 @@ TEST(SimOrder, BlocksAndThreadsStartInTheRequestedOrder) {
   }
 }
 
+TEST(SimOptions, ParsesTheEnvironmentSwitches) {
+  EXPECT_EQ(sim::parse_options(nullptr, nullptr).order, sim::Order::kForward);
+  EXPECT_EQ(sim::parse_options("", "").os_threads, 1);
+  EXPECT_EQ(sim::parse_options("reverse", nullptr).order, sim::Order::kReverse);
+  const sim::Options shuffled = sim::parse_options("shuffle:42", "3");
+  EXPECT_EQ(shuffled.order, sim::Order::kShuffle);
+  EXPECT_EQ(shuffled.seed, 42u);
+  EXPECT_EQ(shuffled.os_threads, 3);
+  EXPECT_TRUE(shuffled.env_error.empty());
+}
+
+TEST(SimOptions, NamesAMalformedSwitch) {
+  EXPECT_NE(
+      sim::parse_options("sideways", nullptr).env_error.find("NANOSERVE_SIM_ORDER='sideways'"),
+      std::string::npos);
+  EXPECT_NE(sim::parse_options("shuffle:x", nullptr).env_error.find("shuffle:<seed>"),
+            std::string::npos);
+  for (const char* threads : {"0", "2x", "-1", "100000"}) {
+    EXPECT_NE(sim::parse_options(nullptr, threads).env_error.find("NANOSERVE_SIM_THREADS"),
+              std::string::npos)
+        << threads;
+  }
+}
+
 TEST(SimPermutation, ShuffleIsABijectionForAwkwardSizes) {
   for (std::uint64_t n : {1ull, 2ull, 3ull, 17ull, 1000ull, 65537ull}) {
     const sim::Permutation permutation(sim::Order::kShuffle, 42, n);
