@@ -9,6 +9,19 @@ if(NANOSERVE_BUILD_TESTS)
 endif()
 if(NANOSERVE_BACKEND STREQUAL "sim")
   find_package(Boost 1.74 REQUIRED COMPONENTS context)
+  # The simulator compiles kernels against the real CUDA headers (dim3, __half, __nv_bfloat16,
+  # the runtime API it defines): headers only, no nvcc, no GPU, no libcudart.
+  find_package(CUDAToolkit QUIET)
+  find_path(NANOSERVE_CUDA_INCLUDE_DIR NAMES cuda_runtime.h cuda_fp16.h
+            HINTS ${CUDAToolkit_INCLUDE_DIRS} "$ENV{CUDA_HOME}/include" "$ENV{CUDA_PATH}/include"
+            PATHS /usr/local/cuda/include /opt/cuda/include
+            DOC "CUDA toolkit include directory (cuda_runtime.h) for the simulator")
+  if(NOT NANOSERVE_CUDA_INCLUDE_DIR)
+    message(FATAL_ERROR "The sim backend needs the CUDA toolkit headers (cuda_runtime.h, "
+                        "cuda_fp16.h); install the toolkit or pass -DNANOSERVE_CUDA_INCLUDE_DIR=...")
+  endif()
+elseif(NANOSERVE_BACKEND STREQUAL "cuda")
+  find_package(CUDAToolkit REQUIRED)
 endif()
 
 # xxHash (libxxhash-dev) ships neither a CMake config nor a module: find it by hand.

@@ -1,0 +1,27 @@
+# Test areas beyond `common` (included by tests/CMakeLists.txt).
+
+# kernels: tests/kernels/*.cpp -> test_kernels, label `kernels`. Files hold kernels, so in the
+# cuda build they are compiled by nvcc and every test also carries the `gpu` label (each skips
+# when no device is present); simulator-only tests are compiled out there.
+if(NANOSERVE_BACKEND STREQUAL "cuda")
+  file(GLOB NANOSERVE_KERNEL_TESTS CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/kernels/*.cpp")
+  set_source_files_properties(${NANOSERVE_KERNEL_TESTS} PROPERTIES LANGUAGE CUDA)
+  nanoserve_add_test_area(kernels LIBS nanoserve_kernels LABELS gpu)
+else()
+  nanoserve_add_test_area(kernels LIBS nanoserve_kernels)
+  # The same tests once more with blocks and threads started in reverse order: a missing
+  # __syncthreads that the forward schedule happens to hide shows up in one of the two runs.
+  gtest_discover_tests(test_kernels
+    WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}"
+    DISCOVERY_MODE PRE_TEST
+    TEST_SUFFIX ".reverse"
+    PROPERTIES LABELS "kernels" ENVIRONMENT "NANOSERVE_SIM_ORDER=reverse")
+
+  # Simulator micro-benchmarks (fiber switch, barrier, shuffle, naive GEMV); a quick smoke run
+  # keeps them working.
+  add_executable(sim_microbench "${CMAKE_CURRENT_SOURCE_DIR}/kernels/bench/sim_microbench.cpp")
+  target_link_libraries(sim_microbench PRIVATE nanoserve_kernels)
+  nanoserve_project_flags(sim_microbench)
+  add_test(NAME sim_microbench.smoke COMMAND sim_microbench --quick)
+  set_tests_properties(sim_microbench.smoke PROPERTIES LABELS "kernels")
+endif()
