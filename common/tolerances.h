@@ -20,4 +20,9 @@ inline constexpr Tolerance kFp32VsFp64{1e-6, 1e-5};
 /// the gap between the top two logits that greedy decoding depends on.
 inline constexpr Tolerance kFp32Forward{1e-4, 1e-3};
 
+/// \brief RoPE'd values against an fp64 rotation: the oracle (like llama2.c and Hugging Face)
+/// forms the angle `pos * freq` in fp32, so at position p it is off by up to ~p * 2^-24 rad —
+/// about 3e-5 at p = 500 for unit-size values; 1e-4 covers positions up to ~1000.
+inline constexpr Tolerance kRopeFp32Angle{1e-4, 1e-4};
+
 }  // namespace nanoserve::tol
