@@ -45,6 +45,7 @@ int run_generate(const GenerateArgs& a) {
   };
   const GenerateResult r = generate(*backend, prompt, opt);
   std::fputc('\n', stdout);
+  std::fflush(stdout);  // the text before the statistics on a shared terminal
 
   // Decode rate: generated tokens over the time after the prompt's forward pass.
   const double tok_per_s = r.decode_seconds > 0 ? r.generated() / r.decode_seconds : 0;
