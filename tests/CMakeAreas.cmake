@@ -25,3 +25,8 @@ else()
   add_test(NAME sim_microbench.smoke COMMAND sim_microbench --quick)
   set_tests_properties(sim_microbench.smoke PROPERTIES LABELS "kernels")
 endif()
+
+# Chapters: tests/chNN/*.cpp -> test_chNN, label chNN (engine pieces + chapter code).
+foreach(chapter ch01 ch02 ch03 ch04 ch05 ch06)
+  nanoserve_add_test_area(${chapter} LIBS nanoserve_engine)
+endforeach()
