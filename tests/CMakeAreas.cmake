@@ -26,3 +26,15 @@ else()
   add_test(NAME sim_microbench.smoke COMMAND sim_microbench --quick)
   set_tests_properties(sim_microbench.smoke PROPERTIES LABELS "kernels")
 endif()
+
+# bench_kernels (apps/bench_kernels): every benchmark case must run at --quick sizes and write its
+# JSON. On the cuda backend this needs a GPU, like the `gpu` tests.
+if(TARGET bench_kernels)
+  add_test(NAME bench_kernels.smoke
+           COMMAND bench_kernels --quick --json "${CMAKE_CURRENT_BINARY_DIR}/bench_kernels_quick.json")
+  if(NANOSERVE_BACKEND STREQUAL "cuda")
+    set_tests_properties(bench_kernels.smoke PROPERTIES LABELS "kernels;gpu")
+  else()
+    set_tests_properties(bench_kernels.smoke PROPERTIES LABELS "kernels")
+  endif()
+endif()
