@@ -21,6 +21,9 @@ namespace nanoserve {
 inline constexpr int kLinearGemvMaxRows = 16;
 
 /// \brief `Y = X Wᵀ` (`epilogue` = kStore) or `Y += X Wᵀ` (kAccumulate), on `stream`.
+///
+/// GEMV v03 for `m <= kLinearGemvMaxRows`, GEMM v03 beyond. Throws std::invalid_argument for
+/// negative sizes or null buffers.
 /// \tparam T storage type of W: float, __half or __nv_bfloat16
 /// \param w        (n, k) device weights, row-major
 /// \param x        (m, k) device inputs, fp32
@@ -30,7 +33,6 @@ inline constexpr int kLinearGemvMaxRows = 16;
 /// \param k        input features (columns of W); 0 gives Y = 0
 /// \param stream   CUDA stream
 /// \param epilogue store or accumulate
-/// Throws std::invalid_argument for negative sizes or null buffers.
 template <typename T>
 void launch_linear(const T* w, const float* x, float* y, int m, int n, int k,
                    cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);

@@ -2,7 +2,25 @@
 /// \file
 /// \brief The benchmark registry of `bench_kernels`: each kernel family contributes a suite (a
 /// function returning its cases) from its own `bench_<kernel>.cpp`, registered by a static
-/// initializer — adding a kernel to the benchmark means adding one file.
+/// initializer — adding a kernel to the benchmark means adding one file:
+/// ```
+/// // apps/bench_kernels/bench_rmsnorm.cpp
+/// namespace nanoserve::bench {
+/// namespace {
+/// std::vector<BenchCase> rmsnorm_cases(const SuiteOptions& options) {
+///   BenchCase c{"rmsnorm", "v01", "fp16", "4096 x 1", /*bytes=*/..., /*flops=*/..., false, {}};
+///   c.prepare = [] () -> Launch {
+///     auto buffers = std::make_shared<...>();            // allocate and fill inputs here
+///     return [buffers](cudaStream_t s) { launch_rmsnorm(..., s); };
+///   };
+///   return {c};                                          // small sizes when options.quick
+/// }
+/// const bool kRegistered = register_suite("rmsnorm", 40, rmsnorm_cases);
+/// }  // namespace
+/// }  // namespace nanoserve::bench
+/// ```
+/// `bytes` is the least traffic the kernel must cause (inputs read once, outputs written once):
+/// GB/s and %copy are computed from it.
 
 #include <cstddef>
 #include <functional>
