@@ -25,4 +25,13 @@ inline constexpr Tolerance kFp32Forward{1e-4, 1e-3};
 /// about 3e-5 at p = 500 for unit-size values; 1e-4 covers positions up to ~1000.
 inline constexpr Tolerance kRopeFp32Angle{1e-4, 1e-4};
 
+/// \brief A linear kernel (GEMV, GEMM) against oracle::gemv / oracle::matmul run on the same
+/// dequantized weights: both multiply exactly the same fp32 numbers, only the order in which
+/// the K products of a dot product are added differs (warp butterflies, tiles, FMA contraction
+/// on a GPU). Tests draw W ~ U(-1, 1)/sqrt(K) and x ~ U(-1, 1), so outputs and partial sums are
+/// O(1) and a reordered sum moves by about sqrt(K) * 2^-24 — ~2e-6 for K ~ 2000; the
+/// tolerance leaves a margin of ~10 while a single dropped or doubled product
+/// (~|w x| ~ 0.3/sqrt(K) > 6e-3) still fails it by orders of magnitude.
+inline constexpr Tolerance kFp32DotReorder{2e-5, 1e-5};
+
 }  // namespace nanoserve::tol

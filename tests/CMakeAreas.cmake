@@ -1,14 +1,15 @@
 # Test areas beyond `common` (included by tests/CMakeLists.txt).
 
-# kernels: tests/kernels/*.cpp -> test_kernels, label `kernels`. Files hold kernels, so in the
+# kernels: tests/kernels/*.cpp -> test_kernels, label `kernels`; nanoserve_common provides the
+# oracle every kernel is checked against. Files hold kernels, so in the
 # cuda build they are compiled by nvcc and every test also carries the `gpu` label (each skips
 # when no device is present); simulator-only tests are compiled out there.
 if(NANOSERVE_BACKEND STREQUAL "cuda")
   file(GLOB NANOSERVE_KERNEL_TESTS CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/kernels/*.cpp")
   set_source_files_properties(${NANOSERVE_KERNEL_TESTS} PROPERTIES LANGUAGE CUDA)
-  nanoserve_add_test_area(kernels LIBS nanoserve_kernels LABELS gpu)
+  nanoserve_add_test_area(kernels LIBS nanoserve_kernels nanoserve_common LABELS gpu)
 else()
-  nanoserve_add_test_area(kernels LIBS nanoserve_kernels)
+  nanoserve_add_test_area(kernels LIBS nanoserve_kernels nanoserve_common)
   # The same tests once more with blocks and threads started in reverse order: a missing
   # __syncthreads that the forward schedule happens to hide shows up in one of the two runs.
   gtest_discover_tests(test_kernels
@@ -30,3 +31,15 @@ endif()
 foreach(chapter ch01 ch02 ch03 ch04 ch05 ch06)
   nanoserve_add_test_area(${chapter} LIBS nanoserve_engine)
 endforeach()
+
+# bench_kernels (apps/bench_kernels): every benchmark case must run at --quick sizes and write its
+# JSON. On the cuda backend this needs a GPU, like the `gpu` tests.
+if(TARGET bench_kernels)
+  add_test(NAME bench_kernels.smoke
+           COMMAND bench_kernels --quick --json "${CMAKE_CURRENT_BINARY_DIR}/bench_kernels_quick.json")
+  if(NANOSERVE_BACKEND STREQUAL "cuda")
+    set_tests_properties(bench_kernels.smoke PROPERTIES LABELS "kernels;gpu")
+  else()
+    set_tests_properties(bench_kernels.smoke PROPERTIES LABELS "kernels")
+  endif()
+endif()

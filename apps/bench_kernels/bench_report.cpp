@@ -1,0 +1,78 @@
+// Table and JSON output of bench_kernels.
+#include "apps/bench_kernels/bench_report.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+
+namespace nanoserve::bench {
+
+double compute_rates(std::vector<ResultRow>& rows) {
+  double copy_gbps = 0.0;
+  for (ResultRow& r : rows) {
+    const double seconds = r.timing.median_ms * 1e-3;
+    r.gbps = seconds > 0.0 ? r.what.bytes / seconds * 1e-9 : 0.0;
+    r.gflops = seconds > 0.0 ? r.what.flops / seconds * 1e-9 : 0.0;
+    if (r.what.bandwidth_reference) copy_gbps = std::max(copy_gbps, r.gbps);
+  }
+  for (ResultRow& r : rows) r.pct_of_copy_bw = copy_gbps > 0.0 ? 100.0 * r.gbps / copy_gbps : 0.0;
+  return copy_gbps;
+}
+
+void print_table(std::FILE* out, const RunInfo& info, double copy_gbps,
+                 const std::vector<ResultRow>& rows) {
+  std::fprintf(out, "bench_kernels  device: %s  backend: %s  git: %s\n", info.device.c_str(),
+               info.backend.c_str(), info.git_sha.c_str());
+  if (info.backend == "sim") {
+    std::fprintf(out,
+                 "NOTE: CUDA simulator. These are CPU timings of the simulator running the kernels "
+                 "on fibers,\n      not GPU performance; use them only to see that every case "
+                 "runs.\n");
+  }
+  if (info.l2_flush_bytes > 0) {
+    std::fprintf(out, "L2 flushed before every repetition (%.1f MB written); median of reps.\n",
+                 info.l2_flush_bytes / 1e6);
+  } else {
+    std::fprintf(out, "The device reports no L2 cache: no flush between repetitions; median.\n");
+  }
+  std::fprintf(out, "%%copy: GB/s relative to the fastest device-to-device copy (%.1f GB/s).\n\n",
+               copy_gbps);
+  std::fprintf(out, "%-8s %-10s %-6s %-24s %11s %5s %10s %10s %7s\n", "kernel", "version",
+               "dtype", "shape", "ms", "reps", "GB/s", "GFLOP/s", "%copy");
+  for (const ResultRow& r : rows) {
+    std::fprintf(out, "%-8s %-10s %-6s %-24s %11.5f %5d %10.1f %10.1f %6.1f%%\n",
+                 r.what.kernel.c_str(), r.what.version.c_str(), r.what.dtype.c_str(),
+                 r.what.shape.c_str(), r.timing.median_ms, r.timing.reps, r.gbps, r.gflops,
+                 r.pct_of_copy_bw);
+  }
+}
+
+void write_json(const std::string& path, const RunInfo& info, const std::vector<ResultRow>& rows) {
+  // ordered_json keeps the fields in the order written here (identity first, then metrics).
+  nlohmann::ordered_json records = nlohmann::ordered_json::array();
+  for (const ResultRow& r : rows) {
+    records.push_back({{"kernel", r.what.kernel},
+                       {"version", r.what.version},
+                       {"dtype", r.what.dtype},
+                       {"shape", r.what.shape},
+                       {"ms", r.timing.median_ms},
+                       {"min_ms", r.timing.min_ms},
+                       {"reps", r.timing.reps},
+                       {"bytes", r.what.bytes},
+                       {"flops", r.what.flops},
+                       {"gbps", r.gbps},
+                       {"gflops", r.gflops},
+                       {"pct_of_copy_bw", r.pct_of_copy_bw},
+                       {"l2_flush_bytes", info.l2_flush_bytes},
+                       {"backend", info.backend},
+                       {"device", info.device},
+                       {"git_sha", info.git_sha}});
+  }
+  std::ofstream file(path);
+  file << records.dump(2) << "\n";
+  if (!file) throw std::runtime_error("cannot write benchmark JSON to '" + path + "'");
+}
+
+}  // namespace nanoserve::bench
