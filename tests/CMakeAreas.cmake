@@ -6,9 +6,9 @@
 if(NANOSERVE_BACKEND STREQUAL "cuda")
   file(GLOB NANOSERVE_KERNEL_TESTS CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/kernels/*.cpp")
   set_source_files_properties(${NANOSERVE_KERNEL_TESTS} PROPERTIES LANGUAGE CUDA)
-  nanoserve_add_test_area(kernels LIBS nanoserve_kernels LABELS gpu)
+  nanoserve_add_test_area(kernels LIBS nanoserve_kernels nanoserve_common LABELS gpu)
 else()
-  nanoserve_add_test_area(kernels LIBS nanoserve_kernels)
+  nanoserve_add_test_area(kernels LIBS nanoserve_kernels nanoserve_common)
   # The same tests once more with blocks and threads started in reverse order: a missing
   # __syncthreads that the forward schedule happens to hide shows up in one of the two runs.
   gtest_discover_tests(test_kernels
