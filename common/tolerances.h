@@ -33,5 +33,19 @@ inline constexpr Tolerance kRopeFp32Angle{1e-4, 1e-4};
 /// tolerance leaves a margin of ~10 while a single dropped or doubled product
 /// (~|w x| ~ 0.3/sqrt(K) > 6e-3) still fails it by orders of magnitude.
 inline constexpr Tolerance kFp32DotReorder{2e-5, 1e-5};
+/// \brief A CUDA kernel against its oracle op on the same inputs (storage-type values converted
+/// to fp32 for the oracle, so only the arithmetic differs). Both compute in fp32, but a kernel
+/// sums in another order (warp/block trees, tiles, online-softmax rescaling) and a GPU's math
+/// functions are not the host libm: `__expf` is off by up to 2 + 1.16·|x| ulp (~1e-6 relative
+/// for the exponents attention sees), `sinf`/`cosf` by 2 ulp, and nvcc contracts `a*b + c`
+/// into FMAs. Results are O(1) (normalised rows, convex combinations of V), so these errors stay
+/// near 1e-6; the reduction-order bound of kFp32Reorder covers them.
+inline constexpr Tolerance kKernelVsOracle{1e-5, 1e-4};
+
+/// \brief Device sampling probabilities (fp32 softmax of logits / temperature over up to ~10^5
+/// tokens) against the host sampler's fp64 ones: each probability carries the fp32 rounding of
+/// its exponent and of the sum (~sqrt(vocab)·2^-24 relative, ~2e-5 at vocab 32000); values
+/// below 1e-6 are noise no sampler decision depends on.
+inline constexpr Tolerance kDeviceSamplingProbs{1e-6, 1e-4};
 
 }  // namespace nanoserve::tol

@@ -125,3 +125,13 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_b
 #define NS_DYNAMIC_SHARED(T, name) \
   T* const name = reinterpret_cast<T*>(::nanoserve::sim::tl_dynamic_smem)
 #endif
+
+/// \brief Fully unrolls the next loop (its trip count must be a compile-time constant), which
+/// keeps small per-thread arrays (accumulators, loads in flight) in registers instead of local
+/// memory. nvcc spells it `#pragma unroll`; g++ would reject that as an unknown pragma under
+/// -Werror, so the simulator gets GCC's own form.
+#if defined(__CUDACC__)
+#define NS_UNROLL _Pragma("unroll")
+#else
+#define NS_UNROLL _Pragma("GCC unroll 16")
+#endif

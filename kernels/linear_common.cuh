@@ -17,15 +17,6 @@
 
 #include "kernels/cuda_compat.h"
 
-/// \brief Fully unrolls the next loop (its trip count must be a compile-time constant), which
-/// keeps small per-thread arrays (accumulators, loads in flight) in registers. nvcc spells it
-/// `#pragma unroll`; g++ would warn about an unknown pragma, so the simulator gets GCC's form.
-#if defined(__CUDACC__)
-#define NS_UNROLL _Pragma("unroll")
-#else
-#define NS_UNROLL _Pragma("GCC unroll 16")
-#endif
-
 namespace nanoserve {
 
 /// \brief What a linear kernel does with its result.

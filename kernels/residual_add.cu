@@ -4,37 +4,17 @@
 //   v01  one element per thread in a grid-stride loop; memory-bound, the baseline every
 //        elementwise kernel starts from.
 //
-// Also the smallest complete example of a kernel file: it includes only cuda_compat.h, launches
-// only through launch(...), and compiles unchanged with nvcc and with the CPU simulator.
+// Also the smallest complete example of a kernel file: it includes only cuda_compat.h (here
+// through dtype.cuh, the shared fp32 <-> storage conversions), launches only through
+// launch(...), and compiles unchanged with nvcc and with the CPU simulator.
 #include <stdexcept>
 #include <string>
 
+#include "kernels/dtype.cuh"
 #include "kernels/residual_add.h"
 
 namespace nanoserve {
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// fp32 <-> storage type
-
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
 
 // ---------------------------------------------------------------------------------------------
 // kernels

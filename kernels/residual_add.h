@@ -16,7 +16,7 @@ namespace nanoserve {
 /// \param x (n,) device buffer, updated in place
 /// \param residual (n,) device buffer
 /// \param n number of elements (0 launches nothing; negative throws std::invalid_argument)
-/// \param stream stream to run on
+/// \param stream CUDA stream
 template <typename T>
 void launch_residual_add(T* x, const T* residual, std::int64_t n, cudaStream_t stream);
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cuda_compat.h"
+#include "kernels/device_buffer.h"
 
 namespace nanoserve::testing {
 
@@ -31,39 +32,8 @@ class DeviceTest : public ::testing::Test {
   }
 };
 
-/// \brief A device array that frees itself.
-template <typename T>
-class DeviceBuffer {
- public:
-  /// \brief `n` uninitialized elements.
-  explicit DeviceBuffer(std::size_t n) : size_(n) {
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&data_), n * sizeof(T)));
-  }
-  /// \brief A copy of `host`.
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
-  ~DeviceBuffer() { cudaFree(data_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  /// \brief Device pointer.
-  T* get() const { return data_; }
-  /// \brief Number of elements.
-  std::size_t size() const { return size_; }
-  /// \brief Copies `host` (same size) to the device.
-  void upload(const std::vector<T>& host) {
-    CUDA_CHECK(cudaMemcpy(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  /// \brief Copies the device contents back.
-  std::vector<T> to_host() const {
-    std::vector<T> host(size_);
-    CUDA_CHECK(cudaMemcpy(host.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-
- private:
-  T* data_ = nullptr;
-  std::size_t size_;
-};
+/// rief Tests use the engine's owning device array.
+using ::nanoserve::DeviceBuffer;
 
 /// \brief Expects `run` to throw CudaError with `code` and a message containing `fragment`.
 inline void expect_cuda_error(const std::function<void()>& run, cudaError_t code,
