@@ -26,7 +26,12 @@ endif()
 
 # xxHash (libxxhash-dev) ships neither a CMake config nor a module: find it by hand.
 find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
-find_library(XXHASH_LIBRARY NAMES xxhash REQUIRED)
+# The cuda build links it statically so that its binaries run on a GPU machine without it.
+if(NANOSERVE_BACKEND STREQUAL "cuda")
+  find_library(XXHASH_LIBRARY NAMES libxxhash.a xxhash REQUIRED)
+else()
+  find_library(XXHASH_LIBRARY NAMES xxhash REQUIRED)
+endif()
 add_library(xxhash::xxhash UNKNOWN IMPORTED)
 set_target_properties(xxhash::xxhash PROPERTIES
   IMPORTED_LOCATION "${XXHASH_LIBRARY}"

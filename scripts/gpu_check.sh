@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The one prepared script to run on a GPU machine (DESIGN.md; issue "GPU validation"):
+#   1. device facts (GPU, driver, nvcc), commit and date
+#   2. every test binary, `gpu`-labelled tests included (kernels vs the oracle on hardware,
+#      greedy stories260K through the CUDA path)
+#   3. compute-sanitizer memcheck and racecheck over the kernel tests, where supported
+#   4. the kernel benchmark (and chapter benchmarks as they exist), JSON
+# Everything lands in the folder given as $1 (default: $OUT when the device tool runs it, else
+# results/gpu). Time-boxed to finish in under 8 minutes on an H200.
+#
+# Binaries come from gpu_carry/ (made here by scripts/prepare_gpu_carry.sh: the GPU machine has
+# the driver and nvcc but not our dependencies). With --build it configures and builds the
+# cuda preset in place instead (needs Eigen, GTest, CLI11, nlohmann-json, xxhash installed).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-${OUT:-results/gpu}}
+mkdir -p "$out"
+log="$out/gpu_check.log"
+exec > >(tee -a "$log") 2>&1
+start=$(date +%s)
+elapsed() { echo $(( $(date +%s) - start )); }
+step() { echo; echo "== [$(elapsed)s] $*"; }
+
+bin=gpu_carry/bin
+if [[ "${1:-}" == "--build" || ! -d "$bin" ]]; then
+  step "building the cuda preset here"
+  cmake --preset cuda >/dev/null && cmake --build --preset cuda -j "$(nproc)" || exit 1
+  mkdir -p gpu_carry/bin
+  find build/cuda -type f -perm -u+x \( -name 'test_*' -o -name 'bench_*' -o -name nanoserve \
+       -o -name 'ch[0-9][0-9]_*' \) -exec cp {} gpu_carry/bin/ \;
+fi
+export NANOSERVE_DATA=${NANOSERVE_DATA:-$PWD/gpu_carry/data}
+export NANOSERVE_GIT_SHA=$(cat gpu_carry/GIT_SHA 2>/dev/null || git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+export NANOSERVE_GIT_SHA=${NANOSERVE_GIT_SHA//$'\n'/}
+
+step "device"
+{
+  echo "{"
+  echo "  \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\","
+  echo "  \"git_sha\": \"$NANOSERVE_GIT_SHA\","
+  echo "  \"gpu\": \"$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)\","
+  echo "  \"driver\": \"$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)\","
+  echo "  \"memory\": \"$(nvidia-smi --query-gpu=memory.total --format=csv,noheader 2>/dev/null | head -n1)\","
+  echo "  \"nvcc\": \"$(nvcc --version 2>/dev/null | tail -n1)\""
+  echo "}"
+} > "$out/device.json"
+cat "$out/device.json"
+if ! nvidia-smi >/dev/null 2>&1; then
+  echo "gpu_check: no GPU here (nvidia-smi failed): the tests below skip their gpu parts,"
+  echo "           and the benchmarks are not run. This is a dry run."
+  dry=1
+else
+  dry=0
+fi
+
+status=0
+step "tests (every binary; gpu-labelled tests run on the device)"
+for t in "$bin"/test_*; do
+  [[ -x "$t" ]] || continue
+  name=$(basename "$t")
+  timeout 120 "$t" --gtest_brief=1 --gtest_output="json:$out/$name.json" > "$out/$name.log" 2>&1
+  rc=$?
+  summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$name.log" | tr '\n' ' ')
+  echo "$name: exit $rc  $summary"
+  ((rc == 0)) || { status=1; grep -E '^\[  FAILED|Failure|error' "$out/$name.log" | head -n 20; }
+done
+
+if ((dry == 0)) && command -v compute-sanitizer >/dev/null 2>&1 && [[ -x "$bin/test_kernels" ]]; then
+  # Sanitizers slow kernels by 10-100x: run the kernel tests on their smaller cases.
+  for tool in memcheck racecheck; do
+    step "compute-sanitizer --tool $tool (kernel tests)"
+    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$bin/test_kernels" --gtest_brief=1 --gtest_filter='-*Large*:*Bench*' \
+      > "$out/sanitizer_$tool.log" 2>&1
+    rc=$?
+    echo "$tool: exit $rc ($(grep -cE '^========= (Invalid|Race|Error)' "$out/sanitizer_$tool.log") reports)"
+    tail -n 5 "$out/sanitizer_$tool.log"
+    ((rc == 0 || rc == 124)) || status=1
+  done
+fi
+
+if ((dry == 0)) && [[ -x "$bin/bench_kernels" ]]; then
+  step "bench_kernels (full sizes)"
+  timeout 180 "$bin/bench_kernels" --json "$out/bench_kernels.json" || status=1
+fi
+
+for prog in "$bin"/ch[0-9][0-9]_*; do
+  [[ -x "$prog" && $dry -eq 0 ]] || continue
+  step "$(basename "$prog") --gpu-bench"
+  timeout 90 "$prog" --gpu-bench --json "$out/$(basename "$prog").json" || status=1
+done
+
+step "done in $(elapsed)s, status $status; results in $out"
+exit $status
