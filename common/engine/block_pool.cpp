@@ -40,6 +40,11 @@ BlockPool::BlockPool(int num_blocks, int block_size, bool enable_prefix_caching,
       blocks_(make_blocks(num_blocks, block_size)),
       free_queue_(pointers_to(blocks_)) {
   if (hash_fn_ == nullptr) throw InvalidArgument("BlockPool: hash_fn is null");
+  // At most one entry per block: reserving up front means caching never rehashes.
+  if (prefix_caching_) {
+    cached_.reserve(blocks_.size());
+    for (KVCacheBlock& b : blocks_) b.token_ids.reserve(size_t(block_size_));
+  }
 }
 
 const KVCacheBlock& BlockPool::block(int block_id) const {
