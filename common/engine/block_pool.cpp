@@ -6,7 +6,8 @@
 namespace nanoserve {
 namespace {
 
-constexpr int kMaxBlocks = 1 << 24;  // 16M blocks: far beyond any device pool, bounds the host records
+// 16M blocks is far beyond any device pool; the bound keeps a bad flag from allocating GBs here.
+constexpr int kMaxBlocks = 1 << 24;
 constexpr int kMaxBlockSize = 4096;
 
 std::vector<KVCacheBlock> make_blocks(int num_blocks, int block_size) {

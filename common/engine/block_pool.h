@@ -54,7 +54,10 @@ class BlockPool {
  public:
   /// \brief All blocks start free, uncached, in id order. Throws `InvalidArgument` unless
   /// 1 <= num_blocks <= 2^24 and 1 <= block_size <= 4096.
-  /// \param hash_fn the block hash (tests inject a weak one to force collisions)
+  /// \param num_blocks            physical blocks in the device KV pool
+  /// \param block_size            tokens per block
+  /// \param enable_prefix_caching hash full blocks and keep them for reuse
+  /// \param hash_fn               the block hash (tests inject a weak one to force collisions)
   BlockPool(int num_blocks, int block_size, bool enable_prefix_caching,
             BlockHashFn hash_fn = &xxh3_block_hash);
 

@@ -38,9 +38,11 @@ KVCacheBenchResult bench_kv_cache_manager(const KVCacheBenchOptions& o) {
     seq.seq_id = s;
     seq.token_ids.reserve(size_t(tokens_per_seq));
     for (int p = 0; p < o.prompt_tokens; ++p) {
-      const uint64_t stream_pos = p < o.shared_prefix_tokens ? uint64_t(p)
-                                                             : (uint64_t(s + 1) << 32) + uint64_t(p);
-      seq.token_ids.push_back(int(random_bits(o.seed, stream_pos, RngStream::kWorkload)[0] % kVocab));
+      // Shared positions draw from one stream, the rest from a stream per sequence.
+      const uint64_t draw = p < o.shared_prefix_tokens ? uint64_t(p)
+                                                       : (uint64_t(s + 1) << 32) + uint64_t(p);
+      const uint32_t bits = random_bits(o.seed, draw, RngStream::kWorkload)[0];
+      seq.token_ids.push_back(int(bits % kVocab));
     }
   }
 

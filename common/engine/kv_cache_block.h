@@ -7,16 +7,21 @@
 /// A block holds the K and V vectors of `block_size` consecutive tokens of one sequence, for
 /// every layer. Its life, as the `BlockPool` sees it:
 ///
-///     ┌──────────────┐ get_new_blocks ┌───────────────┐ becomes full ┌──────────────────┐
-///     │ free, empty  │───────────────►│ in use,       │─────────────►│ in use, cached   │
-///     │ ref_cnt 0    │                │ partial       │ (hash, chain │ ref_cnt >= 1     │
-///     │ in free queue│◄───────────────│ ref_cnt >= 1  │  id, tokens) │ shared by hits   │
-///     └──────────────┘  ref_cnt → 0   └───────────────┘              └──────────────────┘
-///            ▲                                                          │ ref_cnt → 0
-///            │ evicted: popped from the queue head       ┌──────────────▼───────────────┐
-///            └───────────────────────────────────────────│ free, cached: still in the   │
-///                            touch (prefix hit): ───────►│ free queue, reusable by a hit│
-///                            back to in use, cached      └──────────────────────────────┘
+///                 get_new_blocks                 all its slots reserved
+///     ┌──────────┐ ───────────────► ┌───────────┐ ──────────────────────► ┌─────────────┐
+///     │ FREE     │                  │ IN USE    │                         │ IN USE,     │
+///     │ ref 0    │ ◄─────────────── │ ref >= 1  │                         │ CACHED      │
+///     └──────────┘   last ref freed └───────────┘                         │ ref >= 1    │
+///          ▲                                                              └─────────────┘
+///          │ popped from the queue head:                       last ref freed │      ▲
+///          │ evicted, its hash entry removed                                  ▼      │ touch
+///          │                                                      ┌──────────────┐   │ (prefix
+///          └───────────────────────────────────────────────────── │ FREE, CACHED │ ──┘  hit)
+///                                                                 │ ref 0        │
+///                                                                 └──────────────┘
+///
+/// Both FREE states are in the LRU free queue; IN USE blocks are not. A block is cached when
+/// it is full and its tokens are known (hash, chain id and token ids are set).
 ///
 /// Cached blocks are immutable: nobody writes into a block that has a hash (a sequence that
 /// must write there copies it first, see `KVCacheManager`).

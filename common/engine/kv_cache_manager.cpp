@@ -1,6 +1,7 @@
 #include "common/engine/kv_cache_manager.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace nanoserve {
 namespace {
@@ -15,7 +16,7 @@ KVCacheManager::KVCacheManager(int num_blocks, int block_size, bool enable_prefi
                                BlockHashFn hash_fn)
     : pool_(num_blocks, block_size, enable_prefix_caching, hash_fn) {}
 
-BlockTable& KVCacheManager::table_of(int64_t seq_id, const char* caller) {
+const BlockTable& KVCacheManager::table_of(int64_t seq_id, const char* caller) const {
   auto it = tables_.find(seq_id);
   if (it == tables_.end()) {
     throw InvalidArgument(std::string("KVCacheManager::") + caller + ": " + seq_name(seq_id) +
@@ -24,8 +25,9 @@ BlockTable& KVCacheManager::table_of(int64_t seq_id, const char* caller) {
   return it->second;
 }
 
-const BlockTable& KVCacheManager::table_of(int64_t seq_id, const char* caller) const {
-  return const_cast<KVCacheManager*>(this)->table_of(seq_id, caller);
+BlockTable& KVCacheManager::table_of(int64_t seq_id, const char* caller) {
+  // The usual const/non-const pair: *this is not const here, so casting the result back is safe.
+  return const_cast<BlockTable&>(std::as_const(*this).table_of(seq_id, caller));
 }
 
 const BlockTable& KVCacheManager::block_table(int64_t seq_id) const {
@@ -110,7 +112,7 @@ int KVCacheManager::allocate(const Sequence& seq, int num_new_tokens) {
   if (pool_.prefix_caching()) {
     cache_full_blocks(seq, table, int(plan.hits.size()), plan.num_tokens / block_size());
     counters_.queries += (seq.num_tokens() - 1) / block_size();
-    counters_.hits += long(plan.hits.size());
+    counters_.hits += static_cast<long long>(plan.hits.size());
   }
   const int cached = int(plan.hits.size()) * block_size();
   counters_.prefill_tokens_skipped += cached;

@@ -59,11 +59,16 @@ struct KVCacheMetrics {
   }
 };
 
-/// \brief Owns the block pool and one `BlockTable` per live sequence.
+/// \brief Owns the block pool and one `BlockTable` per live sequence. Not thread-safe: the
+/// scheduler's thread owns it.
 class KVCacheManager {
  public:
-  /// \brief A pool of `num_blocks` blocks of `block_size` tokens (limits as `BlockPool`).
-  /// \param hash_fn block hash; tests pass a weak one to force collisions
+  /// \brief A manager over a fresh pool; throws `InvalidArgument` for sizes `BlockPool`
+  /// rejects.
+  /// \param num_blocks            physical blocks in the device KV pool
+  /// \param block_size            tokens per block
+  /// \param enable_prefix_caching hash full blocks and reuse them across sequences
+  /// \param hash_fn               block hash; tests pass a weak one to force collisions
   KVCacheManager(int num_blocks, int block_size, bool enable_prefix_caching,
                  BlockHashFn hash_fn = &xxh3_block_hash);
 
@@ -74,10 +79,13 @@ class KVCacheManager {
 
   /// @name A new sequence
   /// @{
+
   /// \brief Tokens of `seq` whose KV a call to `allocate` would take from the prefix cache:
   /// a multiple of the block size, at most `seq.num_tokens() - 1`. No side effects.
   int num_cached_tokens(const Sequence& seq) const;
-  /// \brief Whether `allocate(seq, num_new_tokens)` would find enough free blocks.
+  /// \brief Whether `allocate(seq, num_new_tokens)` would find enough free blocks (hits on
+  /// free cached blocks count as used: taking them removes them from the free queue). Throws
+  /// the `InvalidArgument`s of `allocate`.
   bool can_allocate(const Sequence& seq, int num_new_tokens = -1) const;
   /// \brief Creates `seq`'s table: takes the longest cached prefix of full blocks (the
   /// returned number of tokens, which the caller stores as `num_computed_tokens`), then
@@ -88,9 +96,13 @@ class KVCacheManager {
   int allocate(const Sequence& seq, int num_new_tokens = -1);
   /// @}
 
+
   /// @name A growing sequence (decode, the next prefill chunk, draft tokens)
   /// @{
-  /// \brief Whether `append_slots(seq, num_new_tokens)` would find enough free blocks.
+
+  /// \brief Whether `append_slots(seq, num_new_tokens)` would find enough free blocks,
+  /// counting the copy a shared or cached last block needs. Throws the `InvalidArgument`s of
+  /// `append_slots`.
   bool can_append(const Sequence& seq, int num_new_tokens = 1) const;
   /// \brief Reserves slots for the next `num_new_tokens` tokens of `seq` (which must already
   /// hold them): a new block whenever the last one is full, a copy when the last one is
@@ -102,8 +114,10 @@ class KVCacheManager {
   std::vector<BlockCopy> append_slot(const Sequence& seq) { return append_slots(seq, 1); }
   /// @}
 
+
   /// @name Sharing, shrinking and releasing
   /// @{
+
   /// \brief Parallel sampling: `child_id` gets a table sharing all of `parent_id`'s blocks
   /// (no block is allocated; the shared partial last block is copied on its first write).
   void fork(int64_t parent_id, int64_t child_id);
@@ -114,6 +128,7 @@ class KVCacheManager {
   /// \brief Releases a finished or preempted sequence's blocks in reverse table order.
   void free(int64_t seq_id);
   /// @}
+
 
   /// \brief Whether `seq_id` has a table.
   bool contains(int64_t seq_id) const { return tables_.count(seq_id) != 0; }
