@@ -24,6 +24,13 @@ std::vector<double> log_softmax(const float* row, int n) {
 
 }  // namespace
 
+eval::EvalResult evaluate_documents(const Model& model, const Tokenizer& tokenizer,
+                                    std::string_view text, DocumentRange range,
+                                    const eval::EvalOptions& options) {
+  return eval::evaluate_text(select_documents(text, range, options.delimiter), tokenizer,
+                             eval::oracle_logits(model), options);
+}
+
 double mean_kl_divergence(const Model& reference, const Model& candidate,
                           const std::vector<std::vector<int>>& sequences) {
   const int vocab = reference.config.vocab_size;

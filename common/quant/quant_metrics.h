@@ -2,17 +2,25 @@
 /// \file
 /// \brief How much a quantized model differs from its fp32 original: next-token KL divergence,
 /// per-layer output error on calibration inputs, and the activation outlier statistics that
-/// explain when AWQ can help. (Perplexity and bits-per-byte come from `eval::evaluate_text`
-/// with `eval::oracle_logits` of the dequantized model.)
+/// explain when AWQ can help, plus perplexity / bits-per-byte on the evaluation slice.
 
+#include <string_view>
 #include <vector>
 
+#include "common/eval/perplexity.h"
 #include "common/model.h"
 #include "common/quant/awq.h"
 #include "common/quant/calibration.h"
 #include "common/quant/quantized_model.h"
 
 namespace nanoserve::quant {
+
+/// \brief Perplexity and bits-per-byte of `model` (e.g. `QuantizedModel::dequantize()`) through
+/// the oracle on documents `range` of `text` (default: the evaluation slice 0..79).
+eval::EvalResult evaluate_documents(const Model& model, const Tokenizer& tokenizer,
+                                    std::string_view text,
+                                    DocumentRange range = kEvaluationDocuments,
+                                    const eval::EvalOptions& options = {});
 
 /// \brief Mean over every position of every sequence of KL(p_ref ‖ p_cand) in nats, where p
 /// is the softmax of each model's next-token logits (fp64). 0 for identical models; more
