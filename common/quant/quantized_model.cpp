@@ -109,6 +109,18 @@ int64_t QuantizedModel::weight_bytes() const {
 
 void QuantizedModel::validate(const std::string& file) const {
   const ModelConfig& c = base.config;
+  // The fp32 tensors first (and the config, which gives every linear its shape): validate a
+  // copy with zero linears standing in, since only their sizes matter there.
+  Model shape_check = base;
+  shape_check.source = file;
+  c.validate(file);
+  for (int l = 0; l < c.n_layers && l < int(shape_check.layers.size()); ++l) {
+    for (LinearId id : kLinearIds) {
+      linear_weights(shape_check.layers[size_t(l)], id)
+          .assign(size_t(int64_t(linear_rows(c, id)) * linear_cols(c, id)), 0.0f);
+    }
+  }
+  shape_check.validate();
   scheme.validate();
   if (int(layers.size()) != c.n_layers) {
     throw LoadError(file, "layers", std::to_string(layers.size()) + " quantized blocks, config says " +
@@ -132,16 +144,6 @@ void QuantizedModel::validate(const std::string& file) const {
       q.validate(file, name);
     }
   }
-  // The fp32 tensors: validate a copy with zero linears standing in (only sizes matter there).
-  Model shape_check = base;
-  shape_check.source = file;
-  for (int l = 0; l < c.n_layers && l < int(shape_check.layers.size()); ++l) {
-    for (LinearId id : kLinearIds) {
-      linear_weights(shape_check.layers[size_t(l)], id)
-          .assign(size_t(int64_t(linear_rows(c, id)) * linear_cols(c, id)), 0.0f);
-    }
-  }
-  shape_check.validate();
 }
 
 Model strip_linears(const Model& model) {
