@@ -16,6 +16,8 @@
 #include "common/loaders/llama2c_loader.h"
 #include "common/loaders/safetensors_file.h"
 #include "common/loaders/synthetic_model.h"
+#include "common/quant/quant_io.h"
+#include "common/quant/quantize_model.h"
 
 namespace {
 
@@ -120,6 +122,18 @@ int main(int argc, char** argv) {
     alias.safetensors = save_safetensors(
         entries, {{"format", "pt"}, {"model.embed_tokens.weight", "lm_head.weight"}});
     write(root / "safetensors" / "f32_lm_head_alias.bin", hf_input(alias));
+
+    // Quantized models (NSQM): RTN INT8 per channel, and GPTQ INT4 g4 asymmetric act-order
+    // (zero points and g_idx present).
+    quant::QuantizeOptions q;
+    q.scheme = {8, 0, true};
+    write(root / "quantized_model" / "int8_ch_sym.nsqm",
+          quant::serialize_quantized_model(quant::quantize_model(tied, {}, q)));
+    q.method = quant::QuantMethod::kGptq;
+    q.scheme = {4, 4, false};
+    q.gptq.act_order = true;
+    write(root / "quantized_model" / "int4_g4_asym_act_order.nsqm",
+          quant::serialize_quantized_model(quant::quantize_model(untied, {{1, 5, 9, 3, 7, 2}}, q)));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_fuzz_seeds: error: %s\n", e.what());

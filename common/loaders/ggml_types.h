@@ -6,7 +6,7 @@
 /// Quantized types store blocks: `block_size` consecutive elements of a row share one
 /// `type_size`-byte block (e.g. Q8_0: 32 int8 values + one fp16 scale = 34 bytes). The GGUF
 /// parser needs only the geometry (to check tensor byte ranges), so every known type is listed;
-/// the quantization chapter adds Q8_0/Q4_0 by filling in their `decode` entries.
+/// Q8_0, Q4_0 and Q4_K decode to fp32 (gguf_quant_blocks.h).
 
 #include <cstdint>
 #include <string>
@@ -31,10 +31,16 @@ const GgmlTypeInfo* find_ggml_type(uint32_t id);
 inline constexpr uint32_t kGgmlTypeF32 = 0;
 /// \brief ggml type id of fp16 tensors.
 inline constexpr uint32_t kGgmlTypeF16 = 1;
+/// \brief ggml type id of Q4_0 blocks (gguf_quant_blocks.h).
+inline constexpr uint32_t kGgmlTypeQ4_0 = 2;
+/// \brief ggml type id of Q8_0 blocks.
+inline constexpr uint32_t kGgmlTypeQ8_0 = 8;
+/// \brief ggml type id of Q4_K super-blocks.
+inline constexpr uint32_t kGgmlTypeQ4_K = 12;
 /// \brief ggml type id of bf16 tensors.
 inline constexpr uint32_t kGgmlTypeBF16 = 30;
 
-/// \brief "F32, F16, BF16": the types with a decoder, for error messages.
+/// \brief "F32, F16, Q4_0, …": the types with a decoder, for error messages.
 std::string decodable_ggml_type_names();
 
 }  // namespace nanoserve

@@ -248,21 +248,23 @@ size_t type_field_offset(const std::vector<uint8_t>& bytes, const std::string& n
   return at + name.size() + 4 + 8 * n_dims;
 }
 
-TEST(GgufLoader, QuantizedTensorIsRejectedNamingTensorAndType) {
+TEST(GgufLoader, UndecodableQuantizedTensorIsRejectedNamingTensorAndType) {
   // A model whose rows hold whole 32-element blocks, stored F32 except one tensor relabelled
-  // Q8_0 (32 rows x one 34-byte block: a smaller range, still inside the file).
+  // Q4_1 (32 rows x one 20-byte block: a smaller range, still inside the file), a type in the
+  // table without a decoder.
   ModelConfig c = testing::micro_config(true);
   c.dim = 32;
   c.head_dim = 16;
   const Model m = make_synthetic_model(c, 7);
   std::vector<uint8_t> bytes = save_gguf(m, kGgmlTypeF32);
-  testing::patch<uint32_t>(bytes, type_field_offset(bytes, "blk.0.attn_q.weight"), 8);
-  const GgufFile f = parse_gguf(bytes.data(), bytes.size(), "q8.gguf");
+  testing::patch<uint32_t>(bytes, type_field_offset(bytes, "blk.0.attn_q.weight"), 3);
+  const GgufFile f = parse_gguf(bytes.data(), bytes.size(), "q41.gguf");
   const GgufTensorInfo* q = f.find_tensor("blk.0.attn_q.weight");
-  EXPECT_EQ(std::string(q->type->name), "Q8_0");
-  EXPECT_EQ(q->n_bytes, 32u * 34);
-  expect_load_error([&] { model_from_gguf(f); }, "q8.gguf", "blk.0.attn_q.weight",
-                    "ggml type Q8_0 is not supported yet (supported: F32, F16, BF16)");
+  EXPECT_EQ(std::string(q->type->name), "Q4_1");
+  EXPECT_EQ(q->n_bytes, 32u * 20);
+  expect_load_error([&] { model_from_gguf(f); }, "q41.gguf", "blk.0.attn_q.weight",
+                    "ggml type Q4_1 is not supported yet (supported: F32, F16, Q4_0, Q8_0, "
+                    "Q4_K, BF16)");
 }
 
 TEST(GgufFile, RejectsRowLengthThatIsNotAWholeNumberOfBlocks) {
