@@ -15,7 +15,7 @@
 ///   };
 ///   return {c};                                          // small sizes when options.quick
 /// }
-/// const bool kRegistered = register_suite("rmsnorm", 40, rmsnorm_cases);
+/// const bool kRegistered = register_suite("rmsnorm", 50, rmsnorm_cases);
 /// }  // namespace
 /// }  // namespace nanoserve::bench
 /// ```
@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,10 @@ using Launch = std::function<void(cudaStream_t)>;
 struct BenchCase {
   std::string kernel;   ///< kernel family ("gemv", "gemm", "copy", …)
   std::string version;  ///< "v01", "v02", …, or a variant name ("cudaMemcpy", "auto")
-  std::string dtype;    ///< storage type of the data that dominates traffic ("fp16", …)
+  /// \brief Storage type the kernel is instantiated for ("fp16", …): of the data that dominates
+  /// traffic for GEMV/GEMM/attention (weights, KV cache), of the table, gain or cache for the
+  /// other templated kernels; "fp32" for kernels that only touch fp32 activations.
+  std::string dtype;
   std::string shape;    ///< human-readable sizes ("4096x4096 b1")
   double bytes = 0.0;   ///< bytes the kernel must move at least (inputs read + outputs written)
   double flops = 0.0;   ///< floating-point operations (a multiply-add counts 2)
@@ -75,5 +79,8 @@ std::vector<Suite> registered_suites();
 /// all-zero data that a GPU could compress).
 template <typename T>
 std::vector<T> pattern(std::size_t n, unsigned salt);
+
+/// \brief Sizes joined by 'x' for the shape column: `dims({512, 4096})` is "512x4096".
+std::string dims(std::initializer_list<long long> sizes);
 
 }  // namespace nanoserve::bench

@@ -1,5 +1,6 @@
-// The suite registry, and the fill pattern every suite uses.
+// The suite registry, and the fill pattern and shape strings every suite uses.
 #include <algorithm>
+#include <string>
 
 #include "apps/bench_kernels/bench_case.h"
 #include "kernels/dtype.cuh"
@@ -27,6 +28,12 @@ std::vector<Suite> registered_suites() {
     return a.order != b.order ? a.order < b.order : a.name < b.name;
   });
   return sorted;
+}
+
+std::string dims(std::initializer_list<long long> sizes) {
+  std::string s;
+  for (long long n : sizes) s += (s.empty() ? "" : "x") + std::to_string(n);
+  return s;
 }
 
 template <typename T>

@@ -8,6 +8,37 @@
 #include <stdexcept>
 
 namespace nanoserve::bench {
+namespace {
+
+// Widths of the identity columns: the longest kernel name, version and shape of the cases
+// (never narrower than the header word), so that every row lines up whatever was selected.
+struct ColumnWidths {
+  int kernel = 6;
+  int version = 7;
+  int shape = 5;
+};
+
+ColumnWidths widths_of(const std::vector<const BenchCase*>& cases) {
+  ColumnWidths w;
+  for (const BenchCase* c : cases) {
+    w.kernel = std::max(w.kernel, static_cast<int>(c->kernel.size()));
+    w.version = std::max(w.version, static_cast<int>(c->version.size()));
+    w.shape = std::max(w.shape, static_cast<int>(c->shape.size()));
+  }
+  return w;
+}
+
+}  // namespace
+
+void print_case_list(std::FILE* out, const std::vector<BenchCase>& cases) {
+  std::vector<const BenchCase*> all;
+  for (const BenchCase& c : cases) all.push_back(&c);
+  const ColumnWidths w = widths_of(all);
+  for (const BenchCase& c : cases) {
+    std::fprintf(out, "%-*s %-*s %-6s %s\n", w.kernel, c.kernel.c_str(), w.version,
+                 c.version.c_str(), c.dtype.c_str(), c.shape.c_str());
+  }
+}
 
 double compute_rates(std::vector<ResultRow>& rows) {
   double copy_gbps = 0.0;
@@ -39,13 +70,17 @@ void print_table(std::FILE* out, const RunInfo& info, double copy_gbps,
   }
   std::fprintf(out, "%%copy: GB/s relative to the fastest device-to-device copy (%.1f GB/s).\n\n",
                copy_gbps);
-  std::fprintf(out, "%-8s %-10s %-6s %-24s %11s %5s %10s %10s %7s\n", "kernel", "version",
-               "dtype", "shape", "ms", "reps", "GB/s", "GFLOP/s", "%copy");
+  std::vector<const BenchCase*> cases;
+  for (const ResultRow& r : rows) cases.push_back(&r.what);
+  const ColumnWidths w = widths_of(cases);
+  std::fprintf(out, "%-*s %-*s %-6s %-*s %11s %5s %10s %10s %7s\n", w.kernel, "kernel",
+               w.version, "version", "dtype", w.shape, "shape", "ms", "reps", "GB/s", "GFLOP/s",
+               "%copy");
   for (const ResultRow& r : rows) {
-    std::fprintf(out, "%-8s %-10s %-6s %-24s %11.5f %5d %10.1f %10.1f %6.1f%%\n",
-                 r.what.kernel.c_str(), r.what.version.c_str(), r.what.dtype.c_str(),
-                 r.what.shape.c_str(), r.timing.median_ms, r.timing.reps, r.gbps, r.gflops,
-                 r.pct_of_copy_bw);
+    std::fprintf(out, "%-*s %-*s %-6s %-*s %11.5f %5d %10.1f %10.1f %6.1f%%\n", w.kernel,
+                 r.what.kernel.c_str(), w.version, r.what.version.c_str(), r.what.dtype.c_str(),
+                 w.shape, r.what.shape.c_str(), r.timing.median_ms, r.timing.reps, r.gbps,
+                 r.gflops, r.pct_of_copy_bw);
   }
 }
 

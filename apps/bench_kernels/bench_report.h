@@ -30,6 +30,10 @@ struct ResultRow {
   double pct_of_copy_bw = 0.0;   ///< gbps as a percentage of the fastest copy row
 };
 
+/// \brief Prints one line per case (kernel, version, dtype, shape) without running it
+/// (`--list`).
+void print_case_list(std::FILE* out, const std::vector<BenchCase>& cases);
+
 /// \brief Fills `gbps`, `gflops` and `pct_of_copy_bw` of every row; returns the copy bandwidth
 /// used as 100% (0 when no copy row was measured).
 double compute_rates(std::vector<ResultRow>& rows);

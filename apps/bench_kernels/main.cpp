@@ -88,10 +88,7 @@ int run(const Args& args) {
     }
   }
   if (args.list) {
-    for (const BenchCase& c : cases) {
-      std::printf("%-8s %-10s %-6s %s\n", c.kernel.c_str(), c.version.c_str(), c.dtype.c_str(),
-                  c.shape.c_str());
-    }
+    print_case_list(stdout, cases);
     return 0;
   }
 
@@ -132,7 +129,11 @@ int main(int argc, char** argv) {
       "GB/s, GFLOP/s and % of the measured device-to-device copy bandwidth"};
   app.add_flag("--quick", args.quick, "small sizes and few repetitions (simulator, CI smoke)");
   app.add_flag("--list", args.list, "list the selected cases without running them");
-  app.add_option("--kernel", args.kernels, "only these kernel families (copy, gemv, gemm, linear)");
+  std::string families;  // the suites registered by the bench_<kernel>.cpp files
+  for (const nanoserve::bench::Suite& s : nanoserve::bench::registered_suites()) {
+    families += (families.empty() ? "" : ", ") + s.name;
+  }
+  app.add_option("--kernel", args.kernels, "only these kernel families (" + families + ")");
   app.add_option("--dtype", args.dtypes, "only these storage types (fp32, fp16, bf16)");
   app.add_option("--reps", args.timing.reps, "timed repetitions per case")
       ->check(CLI::Range(1, 1000000))
