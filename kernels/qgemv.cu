@@ -61,6 +61,72 @@ __global__ void qgemv_kernel_v01(QuantizedWeightView w, const float* __restrict_
 }
 
 // ---------------------------------------------------------------------------------------------
+// The chunk path of v02–v04 (helpers and layout: qgemv_chunk.cuh). grid (ceil(rows / (8·kRows))),
+// block 256.
+
+using qgemv_detail::accumulate_chunks;
+using qgemv_detail::kChunkValues;
+using qgemv_detail::WarpRows;
+
+// The chunk-path GEMV: warp `v` of block `blk` computes rows
+// `(blk · kWarpsPerBlock + v) · kRows …  + kRows − 1` for `batch <= kBatch` input vectors.
+// Requires `chunk_path_applies(w, x)` (the launcher's job).
+//   kBits   4 or 8
+//   kBatch  accumulators per row (the batch tier: 1, 4 or 16)
+//   kRows   rows per warp (v02, v03: 1; v04: 2)
+//   kUnroll chunks per lane whose loads are issued together
+//   Dequant ConvertDequant<kBits> (v02) or ExponentDequant<kBits> (v03, v04)
+template <int kBits, int kBatch, int kRows, int kUnroll, typename Dequant>
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
+    qgemv_chunk_kernel(QuantizedWeightView w, const float* __restrict__ x,
+                       float* __restrict__ y, int batch, Epilogue epilogue) {
+  const int lane = threadIdx.x % kWarp;
+  const int row0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp) * kRows;
+  if (row0 >= w.rows) return;  // the whole warp leaves together: its shuffles stay full-mask
+
+  const std::int64_t row_bytes = w.row_bytes();
+  const int chunks = static_cast<int>(row_bytes / 16);
+  const int chunks_per_group = w.group_size / kChunkValues<kBits>;
+  WarpRows<kRows> rows;
+  NS_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    // A warp past the last row re-reads that row (branch-free); its sums are never stored.
+    const int row = row0 + r < w.rows ? row0 + r : w.rows - 1;
+    rows.codes[r] = w.qweight + row * row_bytes;
+    rows.params[r] = static_cast<std::int64_t>(row) * w.groups();
+  }
+
+  float acc[kRows][kBatch];
+  NS_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    NS_UNROLL
+    for (int b = 0; b < kBatch; ++b) acc[r][b] = 0.0f;
+  }
+  int c = lane;
+  for (; c + (kUnroll - 1) * kWarp < chunks; c += kUnroll * kWarp) {
+    accumulate_chunks<kBits, kBatch, kRows, kUnroll, Dequant>(w, rows, x, batch, c,
+                                                              chunks_per_group, acc);
+  }
+  for (; c < chunks; c += kWarp) {  // tail: fewer than kUnroll chunks left for this lane
+    accumulate_chunks<kBits, kBatch, kRows, 1, Dequant>(w, rows, x, batch, c, chunks_per_group,
+                                                        acc);
+  }
+
+  NS_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    NS_UNROLL
+    for (int b = 0; b < kBatch; ++b) {
+      if (b < batch) {  // same on every lane: not divergent
+        const float sum = warp_sum(acc[r][b]);
+        if (lane == 0 && row0 + r < w.rows) {
+          apply_epilogue(&y[static_cast<std::int64_t>(b) * w.rows + row0 + r], sum, epilogue);
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The general path of v02–v04: one warp per row, 8 rows per block, kBatch accumulators per lane,
 // one element per lane and step. grid (ceil(rows / 8)), block 256.
 
@@ -117,7 +183,7 @@ struct ChunkKernel {
   template <int kBatch>
   struct Tier {
     static auto kernel() {
-      return &qgemv_detail::qgemv_chunk_kernel<kBits, kBatch, kRows, kUnroll, Dequant<kBits>>;
+      return &qgemv_chunk_kernel<kBits, kBatch, kRows, kUnroll, Dequant<kBits>>;
     }
   };
 };

@@ -1,10 +1,10 @@
 #pragma once
 /// \file
-/// \brief The fast path of quantized GEMV v02–v04 (kernels/qgemv.cu): 16-byte chunks of packed
-/// codes, one scale and zero point per chunk, dequantized in registers. The versions differ
-/// only in the template arguments of `qgemv_chunk_kernel` — how a 32-bit word of codes becomes
-/// floats (`ConvertDequant` or `ExponentDequant`) and how many rows a warp computes — so each
-/// version's idea is exactly the code that differs.
+/// \brief The device helpers of the fast path of quantized GEMV v02–v04: 16-byte chunks of
+/// packed codes, one scale and zero point per chunk, dequantized in registers. The versions
+/// differ only in the template arguments of `qgemv_chunk_kernel` (kernels/qgemv.cu) — how a
+/// 32-bit word of codes becomes floats (`ConvertDequant` or `ExponentDequant`) and how many rows
+/// a warp computes — so each version's idea is exactly the code that differs.
 ///
 /// ```
 ///   one row of W (INT4):  | chunk 0 | chunk 1 | … | chunk 31 | chunk 32 | …     chunk = 16 bytes
@@ -92,9 +92,10 @@ __device__ __forceinline__ void load_inputs(const float* p, float (&out)[n]) {
 /// \brief v02's dequantization: shift and mask each code out of the word, convert it to float
 /// (an I2F instruction), subtract the zero point, scale.
 ///
-/// The conversion is the catch: Hopper converts 16 values per clock per SM (the programming
-/// guide's throughput table) against 128 FP32 multiply-adds, so at batch 1 — one FMA per
-/// weight — the I2F alone can take longer than streaming the INT4 weights.
+/// The conversion is the catch: the CUDA programming guide's throughput table gives type
+/// conversions 16 results per clock per SM on compute capability 8.x and 9.0, against 64–128
+/// fp32 multiply-adds, so at batch 1 — one FMA per weight — the I2F alone can take longer than
+/// streaming the INT4 weights (an estimate from the table, not yet a measurement).
 template <int kBits>
 struct ConvertDequant {
   /// \brief What one chunk's dequantization needs.
@@ -223,64 +224,6 @@ __device__ __forceinline__ void accumulate_chunks(const QuantizedWeightView& w,
             NS_UNROLL
             for (int i = 0; i < kWord; ++i) acc[r][b] += wv[r][i] * xv[i];
           }
-        }
-      }
-    }
-  }
-}
-
-/// \brief The chunk-path GEMV: warp `v` of block `blk` computes rows
-/// `(blk · kWarpsPerBlock + v) · kRows …  + kRows − 1` for `batch <= kBatch` input vectors.
-/// Requires `chunk_path_applies(w, x)` (the launcher's job).
-/// \tparam kBits   4 or 8
-/// \tparam kBatch  accumulators per row (the batch tier: 1, 4 or 16)
-/// \tparam kRows   rows per warp (v02, v03: 1; v04: 2)
-/// \tparam kUnroll chunks per lane whose loads are issued together
-/// \tparam Dequant ConvertDequant<kBits> (v02) or ExponentDequant<kBits> (v03, v04)
-template <int kBits, int kBatch, int kRows, int kUnroll, typename Dequant>
-__global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
-    qgemv_chunk_kernel(QuantizedWeightView w, const float* __restrict__ x,
-                       float* __restrict__ y, int batch, Epilogue epilogue) {
-  const int lane = threadIdx.x % kWarp;
-  const int row0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp) * kRows;
-  if (row0 >= w.rows) return;  // the whole warp leaves together: its shuffles stay full-mask
-
-  const std::int64_t row_bytes = w.row_bytes();
-  const int chunks = static_cast<int>(row_bytes / 16);
-  const int chunks_per_group = w.group_size / kChunkValues<kBits>;
-  WarpRows<kRows> rows;
-  NS_UNROLL
-  for (int r = 0; r < kRows; ++r) {
-    // A warp past the last row re-reads that row (branch-free); its sums are never stored.
-    const int row = row0 + r < w.rows ? row0 + r : w.rows - 1;
-    rows.codes[r] = w.qweight + row * row_bytes;
-    rows.params[r] = static_cast<std::int64_t>(row) * w.groups();
-  }
-
-  float acc[kRows][kBatch];
-  NS_UNROLL
-  for (int r = 0; r < kRows; ++r) {
-    NS_UNROLL
-    for (int b = 0; b < kBatch; ++b) acc[r][b] = 0.0f;
-  }
-  int c = lane;
-  for (; c + (kUnroll - 1) * kWarp < chunks; c += kUnroll * kWarp) {
-    accumulate_chunks<kBits, kBatch, kRows, kUnroll, Dequant>(w, rows, x, batch, c,
-                                                              chunks_per_group, acc);
-  }
-  for (; c < chunks; c += kWarp) {  // tail: fewer than kUnroll chunks left for this lane
-    accumulate_chunks<kBits, kBatch, kRows, 1, Dequant>(w, rows, x, batch, c, chunks_per_group,
-                                                        acc);
-  }
-
-  NS_UNROLL
-  for (int r = 0; r < kRows; ++r) {
-    NS_UNROLL
-    for (int b = 0; b < kBatch; ++b) {
-      if (b < batch) {  // same on every lane: not divergent
-        const float sum = warp_sum(acc[r][b]);
-        if (lane == 0 && row0 + r < w.rows) {
-          apply_epilogue(&y[static_cast<std::int64_t>(b) * w.rows + row0 + r], sum, epilogue);
         }
       }
     }
