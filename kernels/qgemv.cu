@@ -18,18 +18,23 @@
 //   v04  v03 with two rows per warp: each x value a lane loads is used for two rows. At
 //        batch 1 a lane reads 4 bytes of x (from L1) per weight — 8 per INT4 weight byte it
 //        streams from HBM — so x traffic, not W, can be the limit; two rows halve it.
+//   v05  v04 with the scale deferred at batch 1: per chunk, products are summed per code
+//        position and each sum is scaled once, so a weight costs LOP3 + FADD + FFMA instead of
+//        LOP3 + FADD + FMUL + FFMA. At 4 bits the instruction count per weight, not only the
+//        bytes, decides whether the warp schedulers keep up with HBM (see DeferredScaleDequant).
 //
 // Outside the chunk path's preconditions (act-order, cols not a multiple of a chunk, groups of
-// a size that is not a multiple of a chunk, unaligned buffers) v02–v04 run the general path:
+// a size that is not a multiple of a chunk, unaligned buffers) v02–v05 run the general path:
 // v02's block shape and batch registers, one element at a time via dequantize_element. An
 // exllama-style fix for act-order (sort the columns by group when loading, permute x to match)
 // would put act-order models on the chunk path; it is left as an exercise.
 //
-// launch_qgemv dispatches to v04. Tests: tests/kernels/test_qgemv.cpp (every version × bits ×
+// launch_qgemv dispatches to v05. Tests: tests/kernels/test_qgemv.cpp (every version × bits ×
 // symmetric/asymmetric × group size × act-order against oracle::gemv on the dequantized W).
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/qgemv.h"
 #include "kernels/qgemv_chunk.cuh"
@@ -61,7 +66,7 @@ __global__ void qgemv_kernel_v01(QuantizedWeightView w, const float* __restrict_
 }
 
 // ---------------------------------------------------------------------------------------------
-// The chunk path of v02–v04 (helpers and layout: qgemv_chunk.cuh). grid (ceil(rows / (8·kRows))),
+// The chunk path of v02–v05 (helpers and layout: qgemv_chunk.cuh). grid (ceil(rows / (8·kRows))),
 // block 256.
 
 using qgemv_detail::accumulate_chunks;
@@ -73,9 +78,10 @@ using qgemv_detail::WarpRows;
 // Requires `chunk_path_applies(w, x)` (the launcher's job).
 //   kBits   4 or 8
 //   kBatch  accumulators per row (the batch tier: 1, 4 or 16)
-//   kRows   rows per warp (v02, v03: 1; v04: 2)
+//   kRows   rows per warp (v02, v03: 1; v04, v05: 2)
 //   kUnroll chunks per lane whose loads are issued together
-//   Dequant ConvertDequant<kBits> (v02) or ExponentDequant<kBits> (v03, v04)
+//   Dequant ConvertDequant<kBits> (v02), ExponentDequant<kBits> (v03, v04, v05 at batch > 1)
+//           or DeferredScaleDequant<kBits> (v05 at batch 1)
 template <int kBits, int kBatch, int kRows, int kUnroll, typename Dequant>
 __global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
     qgemv_chunk_kernel(QuantizedWeightView w, const float* __restrict__ x,
@@ -127,7 +133,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
 }
 
 // ---------------------------------------------------------------------------------------------
-// The general path of v02–v04: one warp per row, 8 rows per block, kBatch accumulators per lane,
+// The general path of v02–v05: one warp per row, 8 rows per block, kBatch accumulators per lane,
 // one element per lane and step. grid (ceil(rows / 8)), block 256.
 
 template <int kBatch>
@@ -177,20 +183,21 @@ struct GeneralKernel {
   static auto kernel() { return &qgemv_general_kernel<kBatch>; }
 };
 
-// The chunk kernel of one version, by batch tier.
-template <int kBits, int kRows, int kUnroll, template <int> class Dequant>
+// The chunk kernel of one version, by batch tier; kDeferAtBatch1 selects v05's
+// DeferredScaleDequant for the batch-1 tier.
+template <int kBits, int kRows, int kUnroll, template <int> class Dequant, bool kDeferAtBatch1>
 struct ChunkKernel {
   template <int kBatch>
   struct Tier {
-    static auto kernel() {
-      return &qgemv_chunk_kernel<kBits, kBatch, kRows, kUnroll, Dequant<kBits>>;
-    }
+    using Policy = std::conditional_t<kDeferAtBatch1 && kBatch == 1,
+                                      qgemv_detail::DeferredScaleDequant<kBits>, Dequant<kBits>>;
+    static auto kernel() { return &qgemv_chunk_kernel<kBits, kBatch, kRows, kUnroll, Policy>; }
   };
 };
 
-// One version of v02–v04: validates, then runs passes of at most kQGemvMaxBatch vectors, each on
+// One version of v02–v05: validates, then runs passes of at most kQGemvMaxBatch vectors, each on
 // the chunk path when it applies and on the general path otherwise.
-template <int kRows, int kUnroll, template <int> class Dequant>
+template <int kRows, int kUnroll, template <int> class Dequant, bool kDeferAtBatch1 = false>
 void launch_chunked_version(const char* op, const QuantizedWeightView& w, const float* x,
                             float* y, int batch, cudaStream_t stream, Epilogue epilogue) {
   if (check_quant_linear_args(op, w, x, y, batch)) return;
@@ -204,10 +211,10 @@ void launch_chunked_version(const char* op, const QuantizedWeightView& w, const 
     if (!chunked) {
       launch_batch_tier<GeneralKernel>(grid, w, xb, yb, nb, stream, epilogue);
     } else if (w.bits == 4) {
-      launch_batch_tier<ChunkKernel<4, kRows, kUnroll, Dequant>::template Tier>(
+      launch_batch_tier<ChunkKernel<4, kRows, kUnroll, Dequant, kDeferAtBatch1>::template Tier>(
           grid, w, xb, yb, nb, stream, epilogue);
     } else {
-      launch_batch_tier<ChunkKernel<8, kRows, kUnroll, Dequant>::template Tier>(
+      launch_batch_tier<ChunkKernel<8, kRows, kUnroll, Dequant, kDeferAtBatch1>::template Tier>(
           grid, w, xb, yb, nb, stream, epilogue);
     }
   }
@@ -251,6 +258,12 @@ void launch_qgemv_v04(const QuantizedWeightView& w, const float* x, float* y, in
                                                 epilogue);
 }
 
+void launch_qgemv_v05(const QuantizedWeightView& w, const float* x, float* y, int batch,
+                      cudaStream_t stream, Epilogue epilogue) {
+  launch_chunked_version<2, 4, ExponentDequant, true>("launch_qgemv_v05", w, x, y, batch, stream,
+                                                      epilogue);
+}
+
 void launch_qgemv_version(int version, const QuantizedWeightView& w, const float* x, float* y,
                           int batch, cudaStream_t stream, Epilogue epilogue) {
   switch (version) {
@@ -258,6 +271,7 @@ void launch_qgemv_version(int version, const QuantizedWeightView& w, const float
     case 2: return launch_qgemv_v02(w, x, y, batch, stream, epilogue);
     case 3: return launch_qgemv_v03(w, x, y, batch, stream, epilogue);
     case 4: return launch_qgemv_v04(w, x, y, batch, stream, epilogue);
+    case 5: return launch_qgemv_v05(w, x, y, batch, stream, epilogue);
     default:
       throw std::invalid_argument("launch_qgemv_version: version " + std::to_string(version) +
                                   " does not exist (1.." + std::to_string(kQGemvVersions) + ")");
@@ -266,7 +280,7 @@ void launch_qgemv_version(int version, const QuantizedWeightView& w, const float
 
 void launch_qgemv(const QuantizedWeightView& w, const float* x, float* y, int batch,
                   cudaStream_t stream, Epilogue epilogue) {
-  launch_qgemv_v04(w, x, y, batch, stream, epilogue);
+  launch_qgemv_v05(w, x, y, batch, stream, epilogue);
 }
 
 }  // namespace nanoserve

@@ -16,8 +16,9 @@
 /// | v02 | 16-byte code loads (32 INT4 / 16 INT8 values), scale and zero once per load, 8 rows per block, batch ≤ 16 in registers |
 /// | v03 | dequantization without int→float conversions (the exponent trick: one LOP3 and one FADD per value) |
 /// | v04 | two rows per warp: every x value loaded feeds two rows (halves the activation reads) |
+/// | v05 | at batch 1, the scale applied once per chunk to per-position sums (3 instructions per weight instead of 4) |
 ///
-/// v02–v04 change the *fast path*: no g_idx, rows of whole 16-byte chunks (cols a multiple of
+/// v02–v05 change the *fast path*: no g_idx, rows of whole 16-byte chunks (cols a multiple of
 /// 32 for INT4, 16 for INT8), a group size that is a multiple of a chunk, 16-byte aligned
 /// qweight and x. Anything else — act-order, odd widths like 172, groups of 48 — runs v02's
 /// general path (same block shape, one element at a time, group looked up per element):
@@ -33,9 +34,9 @@
 namespace nanoserve {
 
 /// \brief Number of quantized GEMV versions (`launch_qgemv_version` accepts 1..kQGemvVersions).
-inline constexpr int kQGemvVersions = 4;
+inline constexpr int kQGemvVersions = 5;
 
-/// \brief Largest batch that v02–v04 serve in one pass over W; larger batches are split into
+/// \brief Largest batch that v02–v05 serve in one pass over W; larger batches are split into
 /// passes of this size, each reading W again.
 inline constexpr int kQGemvMaxBatch = 16;
 
@@ -62,12 +63,17 @@ void launch_qgemv_v03(const QuantizedWeightView& w, const float* x, float* y, in
 void launch_qgemv_v04(const QuantizedWeightView& w, const float* x, float* y, int batch,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
+/// \brief v05: v04 with the scale deferred to once per chunk at batch 1. Parameters as
+/// launch_qgemv_v01.
+void launch_qgemv_v05(const QuantizedWeightView& w, const float* x, float* y, int batch,
+                      cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
+
 /// \brief Runs version `version` (1..kQGemvVersions; anything else throws
 /// std::invalid_argument). Parameters as launch_qgemv_v01.
 void launch_qgemv_version(int version, const QuantizedWeightView& w, const float* x, float* y,
                           int batch, cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
-/// \brief The best quantized GEMV version (v04). Parameters as launch_qgemv_v01.
+/// \brief The best quantized GEMV version (v05). Parameters as launch_qgemv_v01.
 void launch_qgemv(const QuantizedWeightView& w, const float* x, float* y, int batch,
                   cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 

@@ -1,10 +1,11 @@
 #pragma once
 /// \file
-/// \brief The device helpers of the fast path of quantized GEMV v02–v04: 16-byte chunks of
+/// \brief The device helpers of the fast path of quantized GEMV v02–v05: 16-byte chunks of
 /// packed codes, one scale and zero point per chunk, dequantized in registers. The versions
 /// differ only in the template arguments of `qgemv_chunk_kernel` (kernels/qgemv.cu) — how a
-/// 32-bit word of codes becomes floats (`ConvertDequant` or `ExponentDequant`) and how many rows
-/// a warp computes — so each version's idea is exactly the code that differs.
+/// 32-bit word of codes becomes floats (`ConvertDequant`, `ExponentDequant`,
+/// `DeferredScaleDequant`) and how many rows a warp computes — so each version's idea is exactly
+/// the code that differs.
 ///
 /// ```
 ///   one row of W (INT4):  | chunk 0 | chunk 1 | … | chunk 31 | chunk 32 | …     chunk = 16 bytes
@@ -27,7 +28,7 @@ namespace nanoserve::qgemv_detail {
 constexpr int kWarp = 32;
 /// \brief Every lane takes part in the reductions.
 constexpr unsigned kFullMask = 0xffffffffu;
-/// \brief Warps per block of v02–v04 (256 threads: a 32-thread block would cap an SM at half
+/// \brief Warps per block of v02–v05 (256 threads: a 32-thread block would cap an SM at half
 /// its warps, and 8 warps reading 8 rows keep the loads of a block close together).
 constexpr int kWarpsPerBlock = 8;
 
@@ -98,6 +99,8 @@ __device__ __forceinline__ void load_inputs(const float* p, float (&out)[n]) {
 /// streaming the INT4 weights (an estimate from the table, not yet a measurement).
 template <int kBits>
 struct ConvertDequant {
+  /// \brief `word` returns scaled weights: the kernel multiplies and adds them directly.
+  static constexpr bool kDeferScale = false;
   /// \brief What one chunk's dequantization needs.
   struct Params {
     float scale;  ///< s
@@ -135,6 +138,8 @@ struct ConvertDequant {
 /// 1 + 1/4 integer instructions (INT4) instead of shift, AND and I2F.
 template <int kBits>
 struct ExponentDequant {
+  /// \brief `word` returns scaled weights: the kernel multiplies and adds them directly.
+  static constexpr bool kDeferScale = false;
   /// \brief Code positions per 16-bit half-word: 4 (INT4) or 2 (INT8).
   static constexpr int kPositions = 16 / kBits;
   /// \brief The per-position constants of one chunk's group.
@@ -164,6 +169,39 @@ struct ExponentDequant {
       for (int j = 0; j < kPositions; ++j) {
         const float m = __uint_as_float((halves[h] & (kMask << (kBits * j))) | 0x4B000000u);
         out[h * kPositions + j] = (m - p.bias[j]) * p.scale[j];
+      }
+    }
+  }
+};
+
+/// \brief v05's dequantization at batch 1: the exponent trick without the scale.
+///
+/// At batch 1 every weight costs, in v04, a LOP3, an FADD, an FMUL (the scale) and the FFMA
+/// with x — four instructions for two bytes of HBM traffic per four weights, which at an
+/// H200's bandwidth keeps the warp schedulers as busy as the memory. The scale is the same for
+/// the whole chunk, so it can wait: `word` returns the unscaled, position-weighted
+/// `(q − z)·2^(j·bits)`, the kernel sums products per position j, and multiplies each of the
+/// kPositions sums by scale_j once per chunk — three instructions per weight. (At batch > 1 the
+/// FMUL is shared by the batch's FMAs anyway and the per-position sums would cost kPositions
+/// registers per vector, so v05 keeps v04's policy there.)
+template <int kBits>
+struct DeferredScaleDequant : ExponentDequant<kBits> {
+  /// \brief `word` returns unscaled values; the kernel applies `Params::scale` per position.
+  static constexpr bool kDeferScale = true;
+  /// \brief The per-position constants (ExponentDequant's).
+  using Params = typename ExponentDequant<kBits>::Params;
+  /// \brief out[i] = (code i − z) · 2^(bits · (i mod kPositions)), exact in fp32.
+  __device__ __forceinline__ static void word(unsigned word, const Params& p,
+                                              float (&out)[kWordValues<kBits>]) {
+    constexpr int kPositions = ExponentDequant<kBits>::kPositions;
+    constexpr unsigned kMask = (1u << kBits) - 1u;
+    const unsigned halves[2] = {word, word >> 16};
+    NS_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      NS_UNROLL
+      for (int j = 0; j < kPositions; ++j) {
+        const float m = __uint_as_float((halves[h] & (kMask << (kBits * j))) | 0x4B000000u);
+        out[h * kPositions + j] = m - p.bias[j];
       }
     }
   }
@@ -209,6 +247,19 @@ __device__ __forceinline__ void accumulate_chunks(const QuantizedWeightView& w,
                              w.zeros != nullptr ? to_float(w.zeros[i]) : symmetric_zero);
     }
     const float* x_chunk = x + static_cast<std::int64_t>(chunk) * kValues;  // (kValues) of x_0
+    // Deferred scale (v05): per-position sums of this chunk, scaled once at its end.
+    constexpr int kParts = Dequant::kDeferScale ? 16 / kBits : 1;
+    float part[kRows][kBatch][kParts];
+    if constexpr (Dequant::kDeferScale) {
+      NS_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        NS_UNROLL
+        for (int b = 0; b < kBatch; ++b) {
+          NS_UNROLL
+          for (int j = 0; j < kParts; ++j) part[r][b][j] = 0.0f;
+        }
+      }
+    }
     NS_UNROLL
     for (int k = 0; k < 4; ++k) {
       float wv[kRows][kWord];  // dequantized weights of word k, every row
@@ -222,8 +273,24 @@ __device__ __forceinline__ void accumulate_chunks(const QuantizedWeightView& w,
           NS_UNROLL
           for (int r = 0; r < kRows; ++r) {
             NS_UNROLL
-            for (int i = 0; i < kWord; ++i) acc[r][b] += wv[r][i] * xv[i];
+            for (int i = 0; i < kWord; ++i) {
+              if constexpr (Dequant::kDeferScale) {
+                part[r][b][i % kParts] += wv[r][i] * xv[i];
+              } else {
+                acc[r][b] += wv[r][i] * xv[i];
+              }
+            }
           }
+        }
+      }
+    }
+    if constexpr (Dequant::kDeferScale) {
+      NS_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        NS_UNROLL
+        for (int b = 0; b < kBatch; ++b) {
+          NS_UNROLL
+          for (int j = 0; j < kParts; ++j) acc[r][b] += p[r].scale[j] * part[r][b][j];
         }
       }
     }

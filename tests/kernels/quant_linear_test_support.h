@@ -85,9 +85,9 @@ struct QuantCase {
 /// \brief A random weight-only quantized problem on the device.
 ///
 /// Codes are uniform over the whole code range (every nibble and byte value occurs), zero
-/// points uniform over it too (asymmetric), scales ~ U(0.5, 1.5) / (sqrt(cols) · 2^(bits−1))
-/// so that the dequantized weights are O(1/sqrt(cols)) like a layer's and every output O(1) —
-/// the regime tol::kFp32DotReorder is sized for. With act-order, columns are grouped in a
+/// points uniform over it too (asymmetric), scales ~ U(0.5, 1.5) / (sqrt(cols) · (2^bits − 1))
+/// so that |W| <= 1.5 / sqrt(cols) (|q − z| <= 2^bits − 1) like a layer's weights and every
+/// output is O(1) — the regime tol::kFp32DotReorder is sized for. With act-order, columns are grouped in a
 /// random order, as GPTQ stores them (group of column perm[i] = i / group width).
 struct QuantLinearProblem {
   /// \brief Draws the problem for `c` from `seed`.
@@ -99,7 +99,7 @@ struct QuantLinearProblem {
       codes[i] = static_cast<std::uint8_t>(draw(seed, 0, i) % (s.max_code() + 1));
     }
     std::vector<quant::GroupParams> params(static_cast<std::size_t>(c.rows) * groups);
-    const float base = 1.0f / (std::sqrt(static_cast<float>(c.cols)) * s.symmetric_zero());
+    const float base = 1.0f / (std::sqrt(static_cast<float>(c.cols)) * s.max_code());
     for (std::size_t i = 0; i < params.size(); ++i) {
       params[i].scale = base * (0.5f + uniform_float(draw(seed, 1, i)));
       params[i].zero = s.symmetric ? static_cast<float>(s.symmetric_zero())

@@ -58,7 +58,7 @@ TEST_P(QuantGemv, MatchesOracleOverGroupSizesAndShapes) {
   // pass; group 128 leaves 32), 4160 (130 INT4 / 260 INT8 chunks: the unrolled main loop and its
   // tail). General path: cols 100, 172 (stories260K's hidden width, 5·32 + 12), 1000 — odd
   // nibble counts per group and rows that are not whole chunks. Rows 1, 3, 17, 129: partial
-  // blocks of 8 (16 for v04) rows and, for v04, an odd last row.
+  // blocks of 8 (16 for v04, v05) rows and, for v04 and v05, an odd last row.
   const std::vector<std::pair<int, int>> shapes = {{1, 32},  {129, 96}, {17, 1056}, {3, 4160},
                                                    {1, 100}, {3, 172},  {17, 1000}, {129, 100}};
   int chunked = 0;
@@ -67,7 +67,7 @@ TEST_P(QuantGemv, MatchesOracleOverGroupSizesAndShapes) {
   for (int group_size : kGroupSizes) {
     for (const auto& [rows, cols] : shapes) {
       QuantCase c;
-      c.batch = 1 + n % 9;  // 1..9: every batch tier (1, 4, 16) of v02–v04
+      c.batch = 1 + n % 9;  // 1..9: every batch tier (1, 4, 16) of v02–v05
       c.rows = rows;
       c.cols = cols;
       c.scheme = scheme(group_size);
@@ -75,7 +75,7 @@ TEST_P(QuantGemv, MatchesOracleOverGroupSizesAndShapes) {
       ++n;
     }
   }
-  // The sweep must exercise both paths of v02–v04 (a shape list edit could silently drop one).
+  // The sweep must exercise both paths of v02–v05 (a shape list edit could silently drop one).
   EXPECT_GT(chunked, 0);
   EXPECT_GT(general, 0);
 }
@@ -113,7 +113,7 @@ TEST_P(QuantGemv, AccumulatesIntoY) {
 }
 
 TEST_P(QuantGemv, BatchLargerThanOnePassIsSplitIntoPasses) {
-  // v02–v04 keep kQGemvMaxBatch (16) vectors in registers per pass over W; 17 and 35 need a
+  // v02–v05 keep kQGemvMaxBatch (16) vectors in registers per pass over W; 17 and 35 need a
   // second and a third pass (v01 runs any batch in one grid).
   for (int batch : {kQGemvMaxBatch, kQGemvMaxBatch + 1, 2 * kQGemvMaxBatch + 3}) {
     for (int cols : {64, 100}) {
