@@ -1,0 +1,52 @@
+#pragma once
+/// \file
+/// \brief W8A16 / W4A16 GEMM for prefill: `Y = X · dequant(W)ᵀ` for many input rows at once, W
+/// weight-only quantized (layout: kernels/qlinear_common.cuh), X and Y fp32, fp32 accumulation.
+///
+/// Prefill uses each weight once per row of X, so unlike decode it can be compute-bound, and
+/// dequantizing costs little when it is done once per *tile*: each block dequantizes its tile
+/// of W into shared memory, then runs the tiling of the fp16 GEMM (kernels/gemm.h) on it, so
+/// a weight is dequantized once per 16 (v01) or 64 (v02) rows of X instead of once per product:
+///
+/// | version | idea it adds |
+/// |---|---|
+/// | v01 | gemm v02's 16×16 shared-memory tiles, the W tile dequantized as it is loaded |
+/// | v02 | gemm v03's 64×64 block tiles with 4×4 register tiles per thread, W dequantized the same way |
+///
+/// Both handle every shape the format allows (odd widths, narrow last groups, act-order g_idx)
+/// and throw std::invalid_argument for a bad view or buffer (`check_quant_linear_args`).
+
+#include "kernels/cuda_compat.h"
+#include "kernels/linear_common.cuh"
+#include "kernels/qlinear_common.cuh"
+
+namespace nanoserve {
+
+/// \brief Number of quantized GEMM versions (`launch_qgemm_version` accepts 1..kQGemmVersions).
+inline constexpr int kQGemmVersions = 2;
+
+/// \brief v01: 16×16 shared-memory tiles, W dequantized into its tile.
+/// \param w        quantized weights W (n = w.rows, k = w.cols), see QuantizedWeightView
+/// \param x        (m, k) device inputs, fp32
+/// \param y        (m, n) device outputs, fp32; must not alias x or W's arrays
+/// \param m        rows of X and Y (0 launches nothing)
+/// \param stream   CUDA stream
+/// \param epilogue store (Y = X Wᵀ) or accumulate (Y += X Wᵀ)
+void launch_qgemm_v01(const QuantizedWeightView& w, const float* x, float* y, int m,
+                      cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
+
+/// \brief v02: 64×64 block tiles, 4×4 register tiles, W dequantized into shared memory.
+/// Parameters as launch_qgemm_v01.
+void launch_qgemm_v02(const QuantizedWeightView& w, const float* x, float* y, int m,
+                      cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
+
+/// \brief Runs version `version` (1..kQGemmVersions; anything else throws
+/// std::invalid_argument). Parameters as launch_qgemm_v01.
+void launch_qgemm_version(int version, const QuantizedWeightView& w, const float* x, float* y,
+                          int m, cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
+
+/// \brief The best quantized GEMM version (v02). Parameters as launch_qgemm_v01.
+void launch_qgemm(const QuantizedWeightView& w, const float* x, float* y, int m,
+                  cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
+
+}  // namespace nanoserve

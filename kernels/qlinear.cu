@@ -1,0 +1,23 @@
+// launch_quant_linear: the quantized GEMV for a few rows (decode), the quantized GEMM for many
+// (prefill); see kQuantLinearGemvMaxRows in qlinear.h for why the switch sits at 16 rows.
+#include "kernels/qlinear.h"
+
+#include "kernels/qgemm.h"
+#include "kernels/qgemv.h"
+
+namespace nanoserve {
+
+static_assert(kQuantLinearGemvMaxRows <= kQGemvMaxBatch,
+              "launch_quant_linear's GEMV path should read W once: keep the switch within one pass");
+
+void launch_quant_linear(const QuantizedWeightView& w, const float* x, float* y, int m,
+                         cudaStream_t stream, Epilogue epilogue) {
+  if (check_quant_linear_args("launch_quant_linear", w, x, y, m)) return;
+  if (m <= kQuantLinearGemvMaxRows) {
+    launch_qgemv(w, x, y, m, stream, epilogue);
+  } else {
+    launch_qgemm(w, x, y, m, stream, epilogue);
+  }
+}
+
+}  // namespace nanoserve
