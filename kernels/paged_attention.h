@@ -98,9 +98,10 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
 /// `max_blocks_per_seq * block_size` floats of shared memory). 2 = one thread block per
 /// (sequence, KV head, group of up to 8 (query, head) rows, partition): each K/V row is
 /// loaded once, with 16-byte loads, for all query heads of the GQA group and all query
-/// positions, through an online softmax; with a workspace, contexts are split into
-/// partitions of `keys_per_split` keys (a whole number of blocks) run by parallel thread
-/// blocks, then a combine kernel merges them (flash-decoding). 0 picks 2 when
+/// positions, through an online softmax (more than 8 rows — e.g. group 8 with q_len 2 — take
+/// several thread blocks, each re-reading K/V, mostly from L2); with a workspace, contexts are
+/// split into partitions of `keys_per_split` keys (a whole number of blocks) run by parallel
+/// thread blocks, then a combine kernel merges them (flash-decoding). 0 picks 2 when
 /// `head_dim * sizeof(T)` is a multiple of 16 and the pools are 16-byte aligned, else 1.
 /// \tparam T storage type of the pools: float, __half or __nv_bfloat16
 /// \param q              (batch, q_len, n_heads, head_dim) fp32 queries, RoPE applied
@@ -114,6 +115,7 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
 /// \param stream         CUDA stream
 /// \param version        0 (auto) or 1..kPagedDecodeVersions
 /// \param keys_per_split keys per partition when version 2 splits: a multiple of block_size
+///                       (checked only when a workspace is given)
 /// \throws std::invalid_argument for bad sizes, n_heads not a multiple of n_kv_heads, a head
 ///         width version 2 cannot load, a partition that is not a whole number of blocks, a
 ///         too small workspace, or a context too long for version 1's shared memory
