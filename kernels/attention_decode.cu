@@ -31,6 +31,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_naive.cuh"
 #include "kernels/kernel_args.h"
+#include "kernels/online_softmax.cuh"
 #include "kernels/reduce.cuh"
 #include "kernels/vec_load.cuh"
 
@@ -68,17 +69,6 @@ __global__ void attention_decode_kernel_v01(const float* __restrict__ q,
 
 // ---------------------------------------------------------------------------------------------
 // v02
-
-// Merges softmax state (m_o, l_o) into (m, l); returns the factors to scale the two
-// accumulators by. -inf maxima (no keys seen) get factor 0, never exp(-inf - -inf) = NaN.
-__device__ __forceinline__ void merge_state(float& m, float& l, float m_o, float l_o, float& a,
-                                            float& b) {
-  const float m_new = fmaxf(m, m_o);
-  a = m == -INFINITY ? 0.0f : __expf(m - m_new);
-  b = m_o == -INFINITY ? 0.0f : __expf(m_o - m_new);
-  l = l * a + l_o * b;
-  m = m_new;
-}
 
 // q (batch, n_heads, head_dim), caches (batch, max_seq_len, n_kv_heads, head_dim), lens (batch),
 // out (batch, n_heads, head_dim); with num_splits = gridDim.x > 1 the results go to
@@ -213,7 +203,7 @@ __global__ void attention_decode_kernel_v02(const float* __restrict__ q,
       const float m_o = __shfl_xor_sync(kFullWarpMask, m[hh], offset);
       const float l_o = __shfl_xor_sync(kFullWarpMask, l[hh], offset);
       float a, c;
-      merge_state(m[hh], l[hh], m_o, l_o, a, c);
+      merge_softmax_state(m[hh], l[hh], m_o, l_o, a, c);
       NS_UNROLL
       for (int k = 0; k < kLaneElems; ++k) {
         const float acc_o = __shfl_xor_sync(kFullWarpMask, acc[hh][k], offset);
@@ -284,18 +274,8 @@ __global__ void attention_decode_combine_kernel(const float* __restrict__ part_o
   const int len = min(lens[b], max_seq_len);
   const int active = len <= 0 ? 0 : (len + keys_per_split - 1) / keys_per_split;
   const std::int64_t row = static_cast<std::int64_t>(b) * n_heads + h;
-  const float* ml = part_ml + row * num_splits * 2;  // (num_splits, 2)
-  float m_all = -INFINITY;
-  for (int s = 0; s < active; ++s) m_all = fmaxf(m_all, ml[2 * s]);
-  for (int e = threadIdx.x; e < head_dim; e += blockDim.x) {
-    float o = 0.0f, l_all = 0.0f;
-    for (int s = 0; s < active; ++s) {
-      const float f = __expf(ml[2 * s] - m_all);
-      o += part_o[(row * num_splits + s) * head_dim + e] * f;
-      l_all += ml[2 * s + 1] * f;
-    }
-    out[row * head_dim + e] = active == 0 ? 0.0f : o / l_all;
-  }
+  combine_split_partials(part_o + row * num_splits * head_dim, part_ml + row * num_splits * 2,
+                         active, head_dim, out + row * head_dim);
 }
 
 // ---------------------------------------------------------------------------------------------
