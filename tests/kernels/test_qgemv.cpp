@@ -1,5 +1,5 @@
 // Quantized GEMV (W8A16 / W4A16 decode): every version × bits × symmetric/asymmetric against
-// oracle::gemv on the dequantized weights (QuantizedLinear::dequantize), over group sizes
+// oracle::matmul on the dequantized weights (QuantizedLinear::dequantize), over group sizes
 // 32/64/128/per-channel/48 (not a multiple of a chunk), shapes that take the chunk path and
 // shapes that do not, act-order, batches 1..9 and beyond one pass; hand-computed products that
 // pin the nibble order and the group lookup without any of the project's packing code; the
