@@ -73,7 +73,8 @@ __global__ void qgemm_kernel_v01(QuantizedWeightView w, const float* __restrict_
 //
 //   block tile: Y[m0 .. m0+64) x [n0 .. n0+64), k in steps of kBK = 16
 //   thread t:   tx = t % 16, ty = t / 16 -> Y rows m0 + 4ty .. +3, columns n0 + 4tx .. +3
-//   shared (transposed, k-major):  xs[c][r] = X[m0 + r][k0 + c]   ws[c][r] = dequant(W)[n0 + r][k0 + c]
+//   shared (transposed, k-major):  xs[c][r] = X[m0 + r][k0 + c]
+//                                  ws[c][r] = dequant(W)[n0 + r][k0 + c]
 
 constexpr int kBM = 64;  // rows of Y per block
 constexpr int kBN = 64;  // columns of Y per block

@@ -13,8 +13,8 @@
 //        256-thread block, and up to 16 input vectors accumulated in registers so that W is
 //        read once per batch. Weights are dequantized to fp32 with shift, mask and I2F.
 //   v03  v02 with the exponent trick: a code becomes a float with one LOP3 and one FADD, no
-//        I2F. At batch 1 a weight costs one FMA; the I2F (16 per clock per SM on Hopper, vs
-//        128 FMAs) would otherwise be the slowest pipe in the loop.
+//        I2F. At batch 1 a weight costs one FMA; the I2F (16 per clock per SM in the programming
+//        guide's throughput table, vs 128 FMAs) would otherwise be the slowest pipe in the loop.
 //   v04  v03 with two rows per warp: each x value a lane loads is used for two rows. At
 //        batch 1 a lane reads 4 bytes of x (from L1) per weight — 8 per INT4 weight byte it
 //        streams from HBM — so x traffic, not W, can be the limit; two rows halve it.
@@ -30,7 +30,7 @@
 // would put act-order models on the chunk path; it is left as an exercise.
 //
 // launch_qgemv dispatches to v05. Tests: tests/kernels/test_qgemv.cpp (every version × bits ×
-// symmetric/asymmetric × group size × act-order against oracle::gemv on the dequantized W).
+// symmetric/asymmetric × group size × act-order against oracle::matmul on the dequantized W).
 #include <cstdint>
 #include <stdexcept>
 #include <string>

@@ -8,7 +8,7 @@
 namespace nanoserve {
 
 static_assert(kQuantLinearGemvMaxRows <= kQGemvMaxBatch,
-              "launch_quant_linear's GEMV path should read W once: keep the switch within one pass");
+              "launch_quant_linear's GEMV path should read W once: keep the switch within a pass");
 
 void launch_quant_linear(const QuantizedWeightView& w, const float* x, float* y, int m,
                          cudaStream_t stream, Epilogue epilogue) {

@@ -14,7 +14,8 @@
 ///                                      every row starts on a byte boundary
 ///   scales   (rows, groups)     fp16   s > 0
 ///   zeros    (rows, groups)     fp16   integer zero points z; null = symmetric, z = 2^(bits-1)
-///   g_idx    (cols)             int32  group of each column (GPTQ act-order); null = c / group_size
+///   g_idx    (cols)             int32  group of each column (GPTQ act-order);
+///                                      null: column c is in group c / group_size
 ///
 ///   W[r, c] = s[r, g] · (code[r, c] − z[r, g]),   g = g_idx ? g_idx[c] : c / group_size
 /// ```

@@ -67,11 +67,11 @@ inline DeviceQuantWeight upload(const quant::QuantizedLinear& q) {
 
 /// \brief What a random quantized problem is made of.
 struct QuantCase {
-  int batch = 1;            ///< rows of X and Y (tokens)
-  int rows = 1;             ///< output features (rows of W)
-  int cols = 1;             ///< input features
-  quant::QuantScheme scheme;  ///< bits, group size (0 = per channel), symmetric
-  bool act_order = false;   ///< a random column permutation stored as g_idx
+  int batch = 1;                         ///< rows of X and Y (tokens)
+  int rows = 1;                          ///< output features (rows of W)
+  int cols = 1;                          ///< input features
+  quant::QuantScheme scheme;             ///< bits, group size (0 = per channel), symmetric
+  bool act_order = false;                ///< a random column permutation stored as g_idx
   Epilogue epilogue = Epilogue::kStore;  ///< store or accumulate
 
   /// \brief E.g. "int4-g128-asym act-order 17x1000 batch 3 accumulate".
@@ -87,8 +87,8 @@ struct QuantCase {
 /// Codes are uniform over the whole code range (every nibble and byte value occurs), zero
 /// points uniform over it too (asymmetric), scales ~ U(0.5, 1.5) / (sqrt(cols) · (2^bits − 1))
 /// so that |W| <= 1.5 / sqrt(cols) (|q − z| <= 2^bits − 1) like a layer's weights and every
-/// output is O(1) — the regime tol::kFp32DotReorder is sized for. With act-order, columns are grouped in a
-/// random order, as GPTQ stores them (group of column perm[i] = i / group width).
+/// output is O(1) — the regime tol::kFp32DotReorder is sized for. With act-order, columns are
+/// grouped in a random order, as GPTQ stores them (group of column perm[i] = i / group width).
 struct QuantLinearProblem {
   /// \brief Draws the problem for `c` from `seed`.
   QuantLinearProblem(const QuantCase& c, std::uint64_t seed) : spec(c) {
@@ -162,12 +162,12 @@ struct QuantLinearProblem {
   static constexpr std::size_t kGuard = 67;       ///< floats after Y that must stay untouched
   static constexpr float kGuardValue = 12345.0f;  ///< their value
 
-  QuantCase spec;                     ///< what was drawn
-  quant::QuantizedLinear q;           ///< the host weight (codes, scales, zeros, g_idx)
-  std::vector<float> w_dequantized;   ///< (rows, cols) q.dequantize()
-  std::vector<float> x;               ///< (batch, cols) inputs
-  std::vector<float> y_initial;       ///< (batch, rows) Y before the launch
-  DeviceQuantWeight device;           ///< device copy of q
+  QuantCase spec;                       ///< what was drawn
+  quant::QuantizedLinear q;             ///< the host weight (codes, scales, zeros, g_idx)
+  std::vector<float> w_dequantized;     ///< (rows, cols) q.dequantize()
+  std::vector<float> x;                 ///< (batch, cols) inputs
+  std::vector<float> y_initial;         ///< (batch, rows) Y before the launch
+  DeviceQuantWeight device;             ///< device copy of q
   ::nanoserve::DeviceBuffer<float> dx;  ///< device copy of x
   ::nanoserve::DeviceBuffer<float> dy;  ///< (batch * rows + kGuard) device Y and its guard zone
 
