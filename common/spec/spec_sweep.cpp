@@ -1,0 +1,161 @@
+#include "common/spec/spec_sweep.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <memory>
+
+#include "common/error.h"
+#include "common/spec/draft_model_proposer.h"
+#include "common/spec/ngram_proposer.h"
+#include "common/spec/spec_decoder.h"
+
+namespace nanoserve::spec {
+
+namespace {
+
+/// Plain decoding over every prompt: total wall time and seconds per single-token step.
+struct Baseline {
+  double total_seconds = std::numeric_limits<double>::infinity();
+  double step_seconds = 0;
+};
+
+Baseline plain_baseline(const Model& target, const std::vector<std::vector<int>>& prompts,
+                        const GenerateOptions& options, int repeats) {
+  OracleRollbackBackend backend(target);
+  Baseline best;
+  for (int rep = 0; rep < repeats; ++rep) {
+    double total = 0, decode = 0;
+    int64_t steps = 0;
+    for (const std::vector<int>& prompt : prompts) {
+      const GenerateResult r = generate(backend, prompt, options);
+      total += r.prefill_seconds + r.decode_seconds;
+      decode += r.decode_seconds;
+      steps += std::max(0, r.generated() - 1);  // the first token comes from the prefill
+    }
+    if (total < best.total_seconds) {
+      best.total_seconds = total;
+      best.step_seconds = steps > 0 ? decode / double(steps) : 0.0;
+    }
+  }
+  return best;
+}
+
+/// Speculative decoding over every prompt, the fastest of `repeats` passes.
+SpecStats spec_pass(const Model& target, const SweepDraft& draft,
+                    const std::vector<std::vector<int>>& prompts, const GenerateOptions& options,
+                    int gamma, int repeats) {
+  OracleRollbackBackend target_backend(target);
+  std::unique_ptr<OracleRollbackBackend> draft_backend;
+  std::unique_ptr<Proposer> proposer;
+  if (draft.model != nullptr) {
+    draft_backend = std::make_unique<OracleRollbackBackend>(*draft.model);
+    proposer = std::make_unique<DraftModelProposer>(*draft_backend, target.config.vocab_size);
+  } else {
+    proposer = std::make_unique<NgramProposer>();
+  }
+  SpecOptions spec_options;
+  spec_options.gamma = gamma;
+  SpecDecoder decoder(target_backend, *proposer, spec_options);
+
+  SpecStats best;
+  double best_total = std::numeric_limits<double>::infinity();
+  for (int rep = 0; rep < repeats; ++rep) {
+    SpecStats sum;
+    for (const std::vector<int>& prompt : prompts) {
+      const SpecStats s = decoder.generate(prompt, options).stats;
+      sum.rounds += s.rounds;
+      sum.proposed += s.proposed;
+      sum.accepted += s.accepted;
+      sum.rejected += s.rejected;
+      sum.generated += s.generated;
+      sum.draft_forwards += s.draft_forwards;
+      sum.prefill_seconds += s.prefill_seconds;
+      sum.target_seconds += s.target_seconds;
+      sum.draft_seconds += s.draft_seconds;
+    }
+    const double total = sum.prefill_seconds + sum.decode_seconds();
+    if (total < best_total) {
+      best_total = total;
+      best = sum;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDraft>& drafts,
+                                 const std::vector<std::vector<int>>& prompts,
+                                 const std::vector<SweepCase>& cases,
+                                 const std::vector<int>& gammas, int repeats,
+                                 const std::function<void(const std::string&)>& progress) {
+  if (drafts.empty() || prompts.empty() || cases.empty() || gammas.empty() || repeats < 1) {
+    throw InvalidArgument("spec_sweep: needs at least one draft, prompt, case and gamma, and "
+                          "repeats >= 1 (got repeats=" + std::to_string(repeats) + ")");
+  }
+  std::vector<SweepRow> rows;
+  for (const SweepCase& c : cases) {
+    const Baseline base = plain_baseline(target, prompts, c.options, repeats);
+    for (const SweepDraft& d : drafts) {
+      for (int gamma : gammas) {
+        const SpecStats s = spec_pass(target, d, prompts, c.options, gamma, repeats);
+        SweepRow row;
+        row.case_label = c.label;
+        row.draft = d.label;
+        row.gamma = gamma;
+        row.alpha = s.acceptance_rate();
+        row.tokens_per_forward = s.tokens_per_target_forward();
+        const double draft_per_token = s.proposed > 0 ? s.draft_seconds / double(s.proposed) : 0;
+        const double step = base.step_seconds > 0 ? base.step_seconds : 1.0;
+        row.c = draft_per_token / step;
+        row.verify_cost = s.rounds > 0 ? s.target_seconds / double(s.rounds) / step : 0.0;
+        row.measured_speedup = base.total_seconds / (s.prefill_seconds + s.decode_seconds());
+        row.predicted_speedup = predicted_speedup(row.alpha, gamma, row.c);
+        row.c_bytes = d.bytes_ratio;
+        row.predicted_at_bytes = predicted_speedup(row.alpha, gamma, row.c_bytes);
+        row.generated = s.generated;
+        rows.push_back(row);
+        if (progress) {
+          progress(c.label + " " + d.label + " gamma=" + std::to_string(gamma) + " done");
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+std::string format_sweep_table(const std::vector<SweepRow>& rows) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-8s %-20s %5s %6s %8s %6s %8s %8s %8s %7s %9s\n", "case",
+                "draft", "gamma", "alpha", "tok/fwd", "c", "verify_x", "speedup", "predict",
+                "c_bytes", "pred@bytes");
+  out += line;
+  for (const SweepRow& r : rows) {
+    std::snprintf(line, sizeof line,
+                  "%-8s %-20s %5d %6.3f %8.2f %6.3f %8.2f %8.2f %8.2f %7.3f %9.2f\n",
+                  r.case_label.c_str(), r.draft.c_str(), r.gamma, r.alpha, r.tokens_per_forward,
+                  r.c, r.verify_cost, r.measured_speedup, r.predicted_speedup, r.c_bytes,
+                  r.predicted_at_bytes);
+    out += line;
+  }
+  return out;
+}
+
+nlohmann::json to_json(const SweepRow& r) {
+  return {{"case", r.case_label},
+          {"draft", r.draft},
+          {"gamma", r.gamma},
+          {"alpha", r.alpha},
+          {"tokens_per_forward", r.tokens_per_forward},
+          {"c", r.c},
+          {"verify_cost", r.verify_cost},
+          {"measured_speedup", r.measured_speedup},
+          {"predicted_speedup", r.predicted_speedup},
+          {"c_bytes", r.c_bytes},
+          {"predicted_at_bytes", r.predicted_at_bytes},
+          {"generated", r.generated}};
+}
+
+}  // namespace nanoserve::spec

@@ -1,0 +1,69 @@
+#pragma once
+/// \file
+/// \brief The chapter's measurement: for each draft and γ, how often drafts are accepted, how
+/// many tokens a target forward yields, what a draft step costs, and the speedup measured next
+/// to the one Leviathan et al. 2023 predict from α and c (`predicted_speedup`).
+///
+/// Everything runs through the CPU oracle here, so the times are CPU-oracle times: a verify
+/// over γ+1 positions is *not* free on a CPU the way it nearly is on a memory-bound GPU (the
+/// `verify_cost` column says how many single-token steps it costs), and a dequantized draft
+/// costs as much as the target. The `c_bytes` columns show what the same α would give where
+/// a step's cost is its weight bytes (bandwidth-bound GPU decode).
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/generation/generate.h"
+#include "common/model.h"
+
+namespace nanoserve::spec {
+
+/// \brief One proposer to measure.
+struct SweepDraft {
+  std::string label;             ///< row label, e.g. "layers-2", "int4-g32-sym-gptq", "ngram"
+  const Model* model = nullptr;  ///< the draft model (outlives the sweep); nullptr = n-gram
+  double bytes_ratio = 0;        ///< the draft's weight bytes / the target's fp32 weight bytes
+};
+
+/// \brief One request setting to measure (the same for every prompt).
+struct SweepCase {
+  std::string label;        ///< e.g. "greedy", "T=1", "T=2", "short"
+  GenerateOptions options;  ///< token budget, sampling parameters, stop tokens
+};
+
+/// \brief One line of the table: a case × draft × γ over all prompts.
+struct SweepRow {
+  std::string case_label;          ///< `SweepCase::label`
+  std::string draft;               ///< `SweepDraft::label`
+  int gamma = 0;                   ///< draft tokens per round
+  double alpha = 0;                ///< acceptance rate (`SpecStats::acceptance_rate`)
+  double tokens_per_forward = 0;   ///< generated tokens per target verify forward
+  double c = 0;                    ///< draft seconds per proposed token / target seconds per plain token
+  double verify_cost = 0;          ///< seconds per verify forward / seconds per plain decode step
+  double measured_speedup = 0;     ///< plain wall time / speculative wall time (prefill included)
+  double predicted_speedup = 0;    ///< `predicted_speedup(alpha, gamma, c)`
+  double c_bytes = 0;              ///< `SweepDraft::bytes_ratio` (0 for n-gram)
+  double predicted_at_bytes = 0;   ///< `predicted_speedup(alpha, gamma, c_bytes)`
+  int64_t generated = 0;           ///< tokens generated over all prompts
+};
+
+/// \brief Runs plain decoding once per case (the baseline) and speculative decoding for every
+/// case × draft × γ over `prompts`, each configuration `repeats` times keeping the fastest
+/// (timings on a shared machine are noisy; tokens do not change). Progress lines go to
+/// `progress` when it is set. Throws `InvalidArgument` for empty inputs or bad options.
+std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDraft>& drafts,
+                                 const std::vector<std::vector<int>>& prompts,
+                                 const std::vector<SweepCase>& cases,
+                                 const std::vector<int>& gammas, int repeats = 1,
+                                 const std::function<void(const std::string&)>& progress = {});
+
+/// \brief The rows as a fixed-width text table with a header line.
+std::string format_sweep_table(const std::vector<SweepRow>& rows);
+
+/// \brief One row as a JSON record (the keys are the field names).
+nlohmann::json to_json(const SweepRow& row);
+
+}  // namespace nanoserve::spec
