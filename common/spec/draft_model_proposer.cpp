@@ -22,6 +22,14 @@ void DraftModelProposer::reset() {
   cached_.clear();
 }
 
+void DraftModelProposer::begin(const std::vector<int>& prompt) {
+  reset();
+  if (prompt.size() > 1 && int(prompt.size()) <= draft_.max_seq_len()) {
+    cached_.assign(prompt.begin(), prompt.end() - 1);
+    draft_.forward_all(cached_, 0);
+  }
+}
+
 Proposal DraftModelProposer::propose(const std::vector<int>& context, int gamma,
                                      const SamplingParams& params) {
   const int L = int(context.size());

@@ -36,6 +36,9 @@ class DraftModelProposer final : public Proposer {
   DraftModelProposer(RollbackBackend& draft, int target_vocab_size);
   /// \brief Empties the draft's cache.
   void reset() override;
+  /// \brief `reset()`, then prefills all prompt tokens but the last (the first `propose` feeds
+  /// it and gets q_1 from its logits), as the target does.
+  void begin(const std::vector<int>& prompt) override;
   /// \brief γ tokens x_i ~ q_i (argmax when greedy, else `sample_from(q_i,
   /// uniform01(seed, L+i-1, kDraftSample))`), with q_i = `probabilities(draft logits, params)`.
   /// Fewer than γ only where the draft's context ends.
@@ -45,7 +48,7 @@ class DraftModelProposer final : public Proposer {
   int vocab_size() const override { return draft_.vocab_size(); }
   /// \brief "draft:" + the draft backend's name.
   std::string name() const override { return "draft:" + draft_.name(); }
-  /// \brief Draft forward passes so far.
+  /// \brief Draft forward passes in `propose` so far.
   int64_t forwards() const override { return forwards_; }
   /// \brief Tokens whose keys and values the draft's cache holds (position j = element j).
   const std::vector<int>& cached_tokens() const { return cached_; }

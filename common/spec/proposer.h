@@ -21,15 +21,23 @@ namespace nanoserve::spec {
 /// \brief Up to γ guessed tokens for positions L .. L+k-1 of a sequence of L accepted tokens.
 struct Proposal {
   std::vector<int> tokens;              ///< (k) draft tokens x_1 .. x_k, k <= γ (may be 0)
-  std::vector<std::vector<double>> q;   ///< (k, vocab) the q_i each x_i was drawn from; empty = point masses
+  /// \brief (k, vocab) the q_i each x_i was drawn from; empty = point masses (one-hot q_i).
+  std::vector<std::vector<double>> q;
 };
 
 /// \brief A source of draft tokens for one sequence at a time.
 class Proposer {
  public:
   virtual ~Proposer() = default;
-  /// \brief Forgets the current sequence (a new request starts).
+  /// \brief Forgets the current sequence.
   virtual void reset() = 0;
+  /// \brief Starts a request with `prompt`: `reset()`, and a proposer with a model prefills the
+  /// prompt here, so that its cost is a prefill cost and not a per-token one. Calling
+  /// `propose` without it still works (the first call then does the prefill).
+  virtual void begin(const std::vector<int>& prompt) {
+    (void)prompt;
+    reset();
+  }
   /// \brief Guesses up to `gamma` tokens that follow `context` (every accepted token so far:
   /// prompt and generated ones, in order). Drafts and q are computed with `params` — the same
   /// temperature/top-k/top-p/min-p as the target, so that p and q are comparable — and any
@@ -42,7 +50,8 @@ class Proposer {
   virtual int vocab_size() const = 0;
   /// \brief A short label for reports ("draft:stories260K-l2", "ngram(3..1)").
   virtual std::string name() const = 0;
-  /// \brief Model forward passes run since construction (0 for a proposer without a model).
+  /// \brief Model forward passes run by `propose` since construction (0 for a proposer
+  /// without a model; prefills in `begin` are not counted).
   virtual int64_t forwards() const { return 0; }
 };
 

@@ -1,13 +1,14 @@
 #pragma once
 /// \file
 /// \brief Verification: which draft tokens the target keeps, and the token it adds — the
-/// rejection-sampling rule of speculative sampling (Leviathan et al. 2023, Algorithm 1 and
-/// Theorem 3.5; Chen et al. 2023, Algorithm 2).
+/// rejection-sampling rule of speculative sampling (Leviathan et al. 2023, Algorithm 1, proof in
+/// Appendix A.1; Chen et al. 2023, Algorithm 2 and Theorem 1).
 ///
 /// For draft token x ~ q at a position where the target's distribution is p:
 ///
 ///     accept x               with probability min(1, p(x) / q(x))        u ~ kSpecAccept
-///     otherwise emit y ~ r,  r(y) = max(0, p(y) − q(y)) / Σ_z max(0, p(z) − q(z))   u ~ kSpecResidual
+///     otherwise emit y ~ r,  r(y) = max(0, p(y) − q(y)) / Σ_z max(0, p(z) − q(z))
+///                                                                        u ~ kSpecResidual
 ///
 /// Why the output is distributed exactly as p: P(emit y) = q(y)·min(1, p(y)/q(y)) +
 /// P(reject)·r(y) = min(q(y), p(y)) + (1 − Σ_z min(q(z), p(z)))·r(y), and

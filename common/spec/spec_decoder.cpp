@@ -88,8 +88,6 @@ SpecResult SpecDecoder::generate(const std::vector<int>& prompt, const GenerateO
   if (options.max_new_tokens == 0) return out;
 
   target_.reset();
-  proposer_.reset();
-  const int64_t draft_forwards_before = proposer_.forwards();
   // Prefill all but the last prompt token: every round then starts by feeding the last
   // accepted token, so the target's KV always holds positions 0 .. L-2.
   auto t0 = Clock::now();
@@ -97,9 +95,14 @@ SpecResult SpecDecoder::generate(const std::vector<int>& prompt, const GenerateO
     target_.forward_all(std::vector<int>(prompt.begin(), prompt.end() - 1), 0);
   }
   s.prefill_seconds = seconds_since(t0);
+  t0 = Clock::now();
+  proposer_.begin(prompt);
+  s.draft_prefill_seconds = seconds_since(t0);
+  const int64_t draft_forwards_before = proposer_.forwards();
 
   int gamma = options_.gamma;
   bool done = false;
+  const auto decode_start = Clock::now();
   while (!done) {
     const int L = int(r.tokens.size());
     const int left = options.max_new_tokens - r.generated();
@@ -160,10 +163,11 @@ SpecResult SpecDecoder::generate(const std::vector<int>& prompt, const GenerateO
                                            : std::max(gamma - 1, 1);
     }
   }
+  s.decode_seconds = seconds_since(decode_start);
   s.generated = r.generated();
   s.draft_forwards = proposer_.forwards() - draft_forwards_before;
-  r.prefill_seconds = s.prefill_seconds;
-  r.decode_seconds = s.decode_seconds();
+  r.prefill_seconds = s.total_prefill_seconds();
+  r.decode_seconds = s.decode_seconds;
   return out;
 }
 

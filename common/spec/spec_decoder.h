@@ -20,7 +20,11 @@
 ///
 /// Output guarantee: greedy requests produce plain greedy decoding's tokens; sampled requests
 /// produce tokens distributed exactly as plain sampling's (rejection.h), with every random
-/// draw a function of (seed, position) only.
+/// draw a function of (seed, position) only — so a request gives the same tokens however it
+/// is batched. Sampled tokens are *not* identical to plain sampling's, though: they depend on
+/// the draft, and on where rounds end (a bonus token uses the sampler's own draw, a judged
+/// draft the acceptance draw). Token identity would need a coupled rule — the draft samples
+/// with the target's own uniform and is kept only on an exact match — which accepts less often.
 
 #include <cstdint>
 #include <functional>
@@ -61,15 +65,17 @@ struct SpecStats {
   int64_t generated = 0;       ///< tokens produced
   int64_t draft_forwards = 0;  ///< forward passes of the proposer's model
   double prefill_seconds = 0;  ///< the target's prompt forward
+  double draft_prefill_seconds = 0;  ///< `Proposer::begin` (the draft's prompt forward)
   double target_seconds = 0;   ///< all verify forwards of the target
   double draft_seconds = 0;    ///< all `propose` calls
+  double decode_seconds = 0;   ///< wall time of all rounds: the two above plus verification
   /// \brief α: accepted / (accepted + rejected) — the drafts the rule actually judged (those
   /// after a rejection in the same round never are). 0 when nothing was judged.
   double acceptance_rate() const;
   /// \brief Generated tokens per target verify forward (1 = no gain; at most γ+1).
   double tokens_per_target_forward() const;
-  /// \brief Decode time: target + draft seconds.
-  double decode_seconds() const { return target_seconds + draft_seconds; }
+  /// \brief Prefill time: the target's and the draft's.
+  double total_prefill_seconds() const { return prefill_seconds + draft_prefill_seconds; }
 };
 
 /// \brief A generation (same shape as plain `generate`'s) and its speculation statistics.

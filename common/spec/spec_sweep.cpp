@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <limits>
 #include <memory>
 
 #include "common/error.h"
@@ -16,35 +15,57 @@ namespace {
 
 /// Plain decoding over every prompt: total wall time and seconds per single-token step.
 struct Baseline {
-  double total_seconds = std::numeric_limits<double>::infinity();
+  double total_seconds = 0;
   double step_seconds = 0;
 };
 
-Baseline plain_baseline(const Model& target, const std::vector<std::vector<int>>& prompts,
-                        const GenerateOptions& options, int repeats) {
+Baseline plain_pass(const Model& target, const std::vector<std::vector<int>>& prompts,
+                    const GenerateOptions& options) {
   OracleRollbackBackend backend(target);
-  Baseline best;
-  for (int rep = 0; rep < repeats; ++rep) {
-    double total = 0, decode = 0;
-    int64_t steps = 0;
-    for (const std::vector<int>& prompt : prompts) {
-      const GenerateResult r = generate(backend, prompt, options);
-      total += r.prefill_seconds + r.decode_seconds;
-      decode += r.decode_seconds;
-      steps += std::max(0, r.generated() - 1);  // the first token comes from the prefill
-    }
-    if (total < best.total_seconds) {
-      best.total_seconds = total;
-      best.step_seconds = steps > 0 ? decode / double(steps) : 0.0;
-    }
+  Baseline b;
+  double decode = 0;
+  int64_t steps = 0;
+  for (const std::vector<int>& prompt : prompts) {
+    const GenerateResult r = generate(backend, prompt, options);
+    b.total_seconds += r.prefill_seconds + r.decode_seconds;
+    decode += r.decode_seconds;
+    steps += std::max(0, r.generated() - 1);  // the first token comes from the prefill
   }
-  return best;
+  b.step_seconds = steps > 0 ? decode / double(steps) : 0.0;
+  return b;
 }
 
-/// Speculative decoding over every prompt, the fastest of `repeats` passes.
-SpecStats spec_pass(const Model& target, const SweepDraft& draft,
-                    const std::vector<std::vector<int>>& prompts, const GenerateOptions& options,
-                    int gamma, int repeats) {
+/// Speculative decoding over every prompt, statistics summed.
+SpecStats spec_pass(SpecDecoder& decoder, const std::vector<std::vector<int>>& prompts,
+                    const GenerateOptions& options) {
+  SpecStats sum;
+  for (const std::vector<int>& prompt : prompts) {
+    const SpecStats s = decoder.generate(prompt, options).stats;
+    sum.rounds += s.rounds;
+    sum.proposed += s.proposed;
+    sum.accepted += s.accepted;
+    sum.rejected += s.rejected;
+    sum.generated += s.generated;
+    sum.draft_forwards += s.draft_forwards;
+    sum.prefill_seconds += s.prefill_seconds;
+    sum.draft_prefill_seconds += s.draft_prefill_seconds;
+    sum.target_seconds += s.target_seconds;
+    sum.draft_seconds += s.draft_seconds;
+    sum.decode_seconds += s.decode_seconds;
+  }
+  return sum;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// One table row: `repeats` interleaved plain/speculative passes, so that both see the same
+/// machine load; the timed ratios are medians over the passes (counts never change).
+SweepRow measure(const Model& target, const SweepDraft& draft, const SweepCase& c,
+                 const std::vector<std::vector<int>>& prompts, int gamma, int repeats) {
   OracleRollbackBackend target_backend(target);
   std::unique_ptr<OracleRollbackBackend> draft_backend;
   std::unique_ptr<Proposer> proposer;
@@ -58,29 +79,30 @@ SpecStats spec_pass(const Model& target, const SweepDraft& draft,
   spec_options.gamma = gamma;
   SpecDecoder decoder(target_backend, *proposer, spec_options);
 
-  SpecStats best;
-  double best_total = std::numeric_limits<double>::infinity();
+  std::vector<double> speedup, c_ratio, verify;
+  SpecStats s;
   for (int rep = 0; rep < repeats; ++rep) {
-    SpecStats sum;
-    for (const std::vector<int>& prompt : prompts) {
-      const SpecStats s = decoder.generate(prompt, options).stats;
-      sum.rounds += s.rounds;
-      sum.proposed += s.proposed;
-      sum.accepted += s.accepted;
-      sum.rejected += s.rejected;
-      sum.generated += s.generated;
-      sum.draft_forwards += s.draft_forwards;
-      sum.prefill_seconds += s.prefill_seconds;
-      sum.target_seconds += s.target_seconds;
-      sum.draft_seconds += s.draft_seconds;
-    }
-    const double total = sum.prefill_seconds + sum.decode_seconds();
-    if (total < best_total) {
-      best_total = total;
-      best = sum;
-    }
+    const Baseline base = plain_pass(target, prompts, c.options);
+    s = spec_pass(decoder, prompts, c.options);
+    const double step = base.step_seconds > 0 ? base.step_seconds : 1.0;
+    speedup.push_back(base.total_seconds / (s.total_prefill_seconds() + s.decode_seconds));
+    c_ratio.push_back(s.proposed > 0 ? s.draft_seconds / double(s.proposed) / step : 0.0);
+    verify.push_back(s.rounds > 0 ? s.target_seconds / double(s.rounds) / step : 0.0);
   }
-  return best;
+  SweepRow row;
+  row.case_label = c.label;
+  row.draft = draft.label;
+  row.gamma = gamma;
+  row.alpha = s.acceptance_rate();
+  row.tokens_per_forward = s.tokens_per_target_forward();
+  row.c = median(c_ratio);
+  row.verify_cost = median(verify);
+  row.measured_speedup = median(speedup);
+  row.predicted_speedup = predicted_speedup(row.alpha, gamma, row.c);
+  row.c_bytes = draft.bytes_ratio;
+  row.predicted_at_bytes = predicted_speedup(row.alpha, gamma, row.c_bytes);
+  row.generated = s.generated;
+  return row;
 }
 
 }  // namespace
@@ -96,29 +118,10 @@ std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDra
   }
   std::vector<SweepRow> rows;
   for (const SweepCase& c : cases) {
-    const Baseline base = plain_baseline(target, prompts, c.options, repeats);
     for (const SweepDraft& d : drafts) {
       for (int gamma : gammas) {
-        const SpecStats s = spec_pass(target, d, prompts, c.options, gamma, repeats);
-        SweepRow row;
-        row.case_label = c.label;
-        row.draft = d.label;
-        row.gamma = gamma;
-        row.alpha = s.acceptance_rate();
-        row.tokens_per_forward = s.tokens_per_target_forward();
-        const double draft_per_token = s.proposed > 0 ? s.draft_seconds / double(s.proposed) : 0;
-        const double step = base.step_seconds > 0 ? base.step_seconds : 1.0;
-        row.c = draft_per_token / step;
-        row.verify_cost = s.rounds > 0 ? s.target_seconds / double(s.rounds) / step : 0.0;
-        row.measured_speedup = base.total_seconds / (s.prefill_seconds + s.decode_seconds());
-        row.predicted_speedup = predicted_speedup(row.alpha, gamma, row.c);
-        row.c_bytes = d.bytes_ratio;
-        row.predicted_at_bytes = predicted_speedup(row.alpha, gamma, row.c_bytes);
-        row.generated = s.generated;
-        rows.push_back(row);
-        if (progress) {
-          progress(c.label + " " + d.label + " gamma=" + std::to_string(gamma) + " done");
-        }
+        rows.push_back(measure(target, d, c, prompts, gamma, repeats));
+        if (progress) progress(c.label + " " + d.label + " gamma=" + std::to_string(gamma));
       }
     }
   }

@@ -41,19 +41,23 @@ struct SweepRow {
   int gamma = 0;                   ///< draft tokens per round
   double alpha = 0;                ///< acceptance rate (`SpecStats::acceptance_rate`)
   double tokens_per_forward = 0;   ///< generated tokens per target verify forward
-  double c = 0;                    ///< draft seconds per proposed token / target seconds per plain token
-  double verify_cost = 0;          ///< seconds per verify forward / seconds per plain decode step
-  double measured_speedup = 0;     ///< plain wall time / speculative wall time (prefill included)
+  /// \brief Median of: draft decode seconds per proposed token / plain decode step seconds.
+  double c = 0;
+  /// \brief Median of: seconds per verify forward / plain decode step seconds.
+  double verify_cost = 0;
+  /// \brief Median of: plain wall time / speculative wall time, prefills included.
+  double measured_speedup = 0;
   double predicted_speedup = 0;    ///< `predicted_speedup(alpha, gamma, c)`
   double c_bytes = 0;              ///< `SweepDraft::bytes_ratio` (0 for n-gram)
   double predicted_at_bytes = 0;   ///< `predicted_speedup(alpha, gamma, c_bytes)`
   int64_t generated = 0;           ///< tokens generated over all prompts
 };
 
-/// \brief Runs plain decoding once per case (the baseline) and speculative decoding for every
-/// case × draft × γ over `prompts`, each configuration `repeats` times keeping the fastest
-/// (timings on a shared machine are noisy; tokens do not change). Progress lines go to
-/// `progress` when it is set. Throws `InvalidArgument` for empty inputs or bad options.
+/// \brief For every case × draft × γ, runs plain and speculative decoding over `prompts`
+/// alternately `repeats` times, so both see the same machine load, and reports the medians of
+/// the timed ratios (tokens and counts do not change between passes). Speedups compare whole
+/// requests, prefills included. Progress lines go to `progress` when it is set. Throws
+/// `InvalidArgument` for empty inputs or bad options.
 std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDraft>& drafts,
                                  const std::vector<std::vector<int>>& prompts,
                                  const std::vector<SweepCase>& cases,

@@ -59,13 +59,15 @@ TEST(Ch06SpecEdges, GammaLargerThanTheRemainingContextStopsWherePlainDecodingSto
 
 TEST(Ch06SpecEdges, StopTokenAmongAcceptedDraftsEndsTheOutputThere) {
   const SpecFixtureModel& m = testing::synthetic_tiny();
-  const GenerateResult free_run = testing::plain_generate(m.target, m.prompt, testing::greedy_options(30));
+  const GenerateResult free_run =
+      testing::plain_generate(m.target, m.prompt, testing::greedy_options(30));
   // The identical draft at γ = 8 emits 9 tokens a round, the 9th a bonus: pick a token that
   // first appears at an output index j > 9 with j % 9 != 8, so it is a kept draft of a round.
   int stop = -1;
   for (size_t j = 10; j < 30 && stop < 0; ++j) {
     const auto out = free_run.tokens.begin() + free_run.prompt_tokens;
-    if (j % 9 != 8 && std::find(out, out + long(j), out[long(j)]) == out + long(j)) stop = out[long(j)];
+    const bool first = std::find(out, out + long(j), out[long(j)]) == out + long(j);
+    if (j % 9 != 8 && first) stop = out[long(j)];
   }
   ASSERT_GE(stop, 0) << "no suitable stop token in the first 30 tokens";
   const GenerateOptions options = testing::greedy_options(30, {stop});

@@ -63,10 +63,12 @@ TEST(Ch06Drafts, FirstLayersEqualsTargetActivationsThroughFinalNormAndClassifier
     oracle::forward_prompt(m.target, m.prompt, &hooks);
     const int T = int(m.prompt.size());
     std::vector<float> normed(residual.size()), want(size_t(T) * size_t(c.vocab_size));
-    oracle::rmsnorm(residual.data(), m.target.final_norm.data(), T, c.dim, c.norm_eps, normed.data());
+    oracle::rmsnorm(residual.data(), m.target.final_norm.data(), T, c.dim, c.norm_eps,
+                    normed.data());
     oracle::matmul(normed.data(), m.target.classifier_weights().data(), T, c.dim, c.vocab_size,
                    want.data());
-    const CloseResult r = allclose(oracle::forward_prompt(draft, m.prompt), want, tol::kFp32Forward);
+    const CloseResult r =
+        allclose(oracle::forward_prompt(draft, m.prompt), want, tol::kFp32Forward);
     EXPECT_TRUE(r.ok) << r.summary();
   }
 }
@@ -96,7 +98,8 @@ TEST(Ch06Drafts, DraftModelQRowsAreTheFilteredDraftDistributions) {
     EXPECT_LE(support, 20);  // top-k = 20 reached q
     // x_i is drawn from q_i with the draft's own stream at its position.
     const uint64_t pos = m.prompt.size() + i;
-    EXPECT_EQ(p.tokens[i], sample_from(p.q[i], uniform01(params.seed, pos, RngStream::kDraftSample)));
+    EXPECT_EQ(p.tokens[i],
+              sample_from(p.q[i], uniform01(params.seed, pos, RngStream::kDraftSample)));
     context.push_back(p.tokens[i]);
   }
   EXPECT_EQ(proposer.forwards(), 3);

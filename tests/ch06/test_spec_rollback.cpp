@@ -21,9 +21,12 @@ class PlainKv {
   /// Caches `tokens[0 .. n-1]` the way plain decoding does.
   void extend(const std::vector<int>& tokens, int n) {
     if (kv_.length() == 0 && n > 1) {
-      oracle::forward_prompt(model_, kv_, std::vector<int>(tokens.begin(), tokens.begin() + n - 1), 0);
+      const std::vector<int> prefix(tokens.begin(), tokens.begin() + n - 1);
+      oracle::forward_prompt(model_, kv_, prefix, 0);
     }
-    while (kv_.length() < n) oracle::forward_token(model_, kv_, tokens[size_t(kv_.length())], kv_.length());
+    while (kv_.length() < n) {
+      oracle::forward_token(model_, kv_, tokens[size_t(kv_.length())], kv_.length());
+    }
   }
   const oracle::KVStore& kv() const { return kv_; }
 
