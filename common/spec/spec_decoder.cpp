@@ -19,10 +19,13 @@ double SpecStats::tokens_per_target_forward() const {
   return rounds == 0 ? 0.0 : double(generated) / double(rounds);
 }
 
+double expected_tokens_per_round(double alpha, int gamma) {
+  if (alpha >= 1.0) return gamma + 1.0;
+  return (1.0 - std::pow(alpha, gamma + 1)) / (1.0 - alpha);
+}
+
 double predicted_speedup(double alpha, int gamma, double c) {
-  const double cost = gamma * c + 1.0;
-  if (alpha >= 1.0) return (gamma + 1.0) / cost;
-  return (1.0 - std::pow(alpha, gamma + 1)) / ((1.0 - alpha) * cost);
+  return expected_tokens_per_round(alpha, gamma) / (gamma * c + 1.0);
 }
 
 SpecDecoder::SpecDecoder(RollbackBackend& target, Proposer& proposer, SpecOptions options)
@@ -71,6 +74,33 @@ void check_request(const std::vector<int>& prompt, const GenerateOptions& option
     }
   }
   options.sampling.validate();
+}
+
+/// Appends `tokens` to `r` in order, checking plain `generate`'s stop rules (stop token, budget,
+/// context) after each one, as if they had been produced one at a time; copies what it
+/// appended to `appended`. Returns true when generation must end.
+bool append_until_stop(const std::vector<int>& tokens, const GenerateOptions& options,
+                       int context, GenerateResult& r, std::vector<int>& appended) {
+  for (int token : tokens) {
+    const int pos = int(r.tokens.size());
+    r.tokens.push_back(token);
+    appended.push_back(token);
+    if (options.on_token) options.on_token(token);
+    if (std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) !=
+        options.stop_tokens.end()) {
+      r.stop = StopReason::kStopToken;
+      return true;
+    }
+    if (r.generated() == options.max_new_tokens) {
+      r.stop = StopReason::kMaxTokens;
+      return true;
+    }
+    if (pos + 1 >= context) {  // no position left to feed this token back at
+      r.stop = StopReason::kContext;
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -135,25 +165,7 @@ SpecResult SpecDecoder::generate(const std::vector<int>& prompt, const GenerateO
     if (v.accepted < round.proposed) ++s.rejected;
     target_.truncate(L + v.accepted);  // KV of t_{L-1} and the kept drafts
 
-    // Append in order, with plain generate's stop rules checked after every token.
-    for (int token : v.tokens) {
-      const int pos = int(r.tokens.size());
-      r.tokens.push_back(token);
-      round.appended.push_back(token);
-      if (options.on_token) options.on_token(token);
-      if (std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) !=
-          options.stop_tokens.end()) {
-        r.stop = StopReason::kStopToken;
-        done = true;
-      } else if (r.generated() == options.max_new_tokens) {
-        r.stop = StopReason::kMaxTokens;
-        done = true;
-      } else if (pos + 1 >= context) {
-        r.stop = StopReason::kContext;
-        done = true;
-      }
-      if (done) break;
-    }
+    done = append_until_stop(v.tokens, options, context, r, round.appended);
     // A stop token among the kept drafts: forget the KV of the drafts after it too.
     target_.truncate(std::min(target_.length(), int(r.tokens.size()) - 1));
     if (options_.on_round) options_.on_round(round);

@@ -102,6 +102,13 @@ class SpecDecoder {
   SpecOptions options_;
 };
 
+/// \brief Expected tokens one round yields when each draft is accepted independently with
+/// probability α: 1 + α + … + α^γ = (1 − α^(γ+1)) / (1 − α), γ+1 at α = 1 (Leviathan et al.
+/// 2023, the expected number of tokens per run of Algorithm 1).
+/// \param alpha per-token acceptance rate in [0, 1]
+/// \param gamma draft tokens per round
+double expected_tokens_per_round(double alpha, int gamma);
+
 /// \brief Leviathan et al. 2023's expected walltime improvement (Theorem 3.8):
 /// (1 − α^(γ+1)) / ((1 − α)(γc + 1)), with the limit (γ+1)/(γc+1) at α = 1.
 /// \param alpha per-token acceptance rate in [0, 1]

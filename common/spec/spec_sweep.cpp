@@ -99,6 +99,9 @@ SweepRow measure(const Model& target, const SweepDraft& draft, const SweepCase& 
   row.verify_cost = median(verify);
   row.measured_speedup = median(speedup);
   row.predicted_speedup = predicted_speedup(row.alpha, gamma, row.c);
+  row.predicted_with_verify = row.verify_cost > 0 ? expected_tokens_per_round(row.alpha, gamma) /
+                                                       (gamma * row.c + row.verify_cost)
+                                                 : 0.0;
   row.c_bytes = draft.bytes_ratio;
   row.predicted_at_bytes = predicted_speedup(row.alpha, gamma, row.c_bytes);
   row.generated = s.generated;
@@ -131,16 +134,16 @@ std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDra
 std::string format_sweep_table(const std::vector<SweepRow>& rows) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-8s %-20s %5s %6s %8s %6s %8s %8s %8s %7s %9s\n", "case",
-                "draft", "gamma", "alpha", "tok/fwd", "c", "verify_x", "speedup", "predict",
-                "c_bytes", "pred@bytes");
+  std::snprintf(line, sizeof line, "%-8s %-20s %5s %6s %8s %6s %8s %8s %8s %8s %7s %10s\n",
+                "case", "draft", "gamma", "alpha", "tok/fwd", "c", "verify_x", "speedup",
+                "predict", "pred_v", "c_bytes", "pred@bytes");
   out += line;
   for (const SweepRow& r : rows) {
     std::snprintf(line, sizeof line,
-                  "%-8s %-20s %5d %6.3f %8.2f %6.3f %8.2f %8.2f %8.2f %7.3f %9.2f\n",
+                  "%-8s %-20s %5d %6.3f %8.2f %6.3f %8.2f %8.2f %8.2f %8.2f %7.3f %10.2f\n",
                   r.case_label.c_str(), r.draft.c_str(), r.gamma, r.alpha, r.tokens_per_forward,
-                  r.c, r.verify_cost, r.measured_speedup, r.predicted_speedup, r.c_bytes,
-                  r.predicted_at_bytes);
+                  r.c, r.verify_cost, r.measured_speedup, r.predicted_speedup,
+                  r.predicted_with_verify, r.c_bytes, r.predicted_at_bytes);
     out += line;
   }
   return out;
@@ -156,6 +159,7 @@ nlohmann::json to_json(const SweepRow& r) {
           {"verify_cost", r.verify_cost},
           {"measured_speedup", r.measured_speedup},
           {"predicted_speedup", r.predicted_speedup},
+          {"predicted_with_verify", r.predicted_with_verify},
           {"c_bytes", r.c_bytes},
           {"predicted_at_bytes", r.predicted_at_bytes},
           {"generated", r.generated}};

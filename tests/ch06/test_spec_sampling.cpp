@@ -133,6 +133,7 @@ TEST(Ch06SpecSampling, PredictedSpeedupMatchesHandComputedValues) {
   EXPECT_NEAR(predicted_speedup(0.8, 4, 0.1), 0.67232 / 0.28, 1e-12);
   EXPECT_DOUBLE_EQ(predicted_speedup(1.0, 3, 0.0), 4.0);   // every draft kept, free drafts
   EXPECT_DOUBLE_EQ(predicted_speedup(0.0, 5, 0.2), 0.5);   // nothing kept: pure overhead
+  EXPECT_DOUBLE_EQ(expected_tokens_per_round(0.5, 2), 1.75);  // 1 + 0.5 + 0.25
 }
 
 TEST(Ch06SpecSampling, SweepRowsAreConsistentWithTheirCounts) {
@@ -147,6 +148,8 @@ TEST(Ch06SpecSampling, SweepRowsAreConsistentWithTheirCounts) {
     EXPECT_EQ(r.generated, 12);
     EXPECT_DOUBLE_EQ(r.predicted_speedup, predicted_speedup(r.alpha, r.gamma, r.c));
     EXPECT_DOUBLE_EQ(r.predicted_at_bytes, predicted_speedup(r.alpha, r.gamma, r.c_bytes));
+    EXPECT_DOUBLE_EQ(r.predicted_with_verify, expected_tokens_per_round(r.alpha, r.gamma) /
+                                                  (r.gamma * r.c + r.verify_cost));
     EXPECT_GT(r.measured_speedup, 0.0);
     if (r.draft == "identical") {
       EXPECT_DOUBLE_EQ(r.alpha, 1.0);
