@@ -2,6 +2,9 @@
 // among accepted drafts, a draft with another vocabulary, an identical draft, bad arguments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "common/error.h"
 #include "common/spec/draft_model_proposer.h"
 #include "common/spec/ngram_proposer.h"

@@ -3,6 +3,9 @@
 // only when it *is* the target's argmax and otherwise emits the argmax itself.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+
 #include "common/spec/draft_model_proposer.h"
 #include "common/spec/ngram_proposer.h"
 #include "common/spec/spec_decoder.h"
