@@ -42,6 +42,7 @@ class NaiveKVCache final : public AttentionBackend {
 
   /// @name Request lifecycle (see KVSlotTable)
   /// @{
+
   /// \brief True when a slot is free.
   bool can_allocate() const { return slots_.can_allocate(); }
   /// \brief Reserves the lowest free slot — its whole region — for a new request at length 0.
@@ -58,6 +59,7 @@ class NaiveKVCache final : public AttentionBackend {
 
   /// @name AttentionBackend
   /// @{
+
   /// \brief Layers, heads, head width and storage type of the cache.
   KVLayout layout() const override { return layout_; }
   /// \brief Positions per slot.
