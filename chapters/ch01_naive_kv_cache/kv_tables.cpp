@@ -26,12 +26,13 @@ std::string format_bytes(std::int64_t bytes) {
 
 void print_kv_per_token(const ModelConfig& c, int bytes, int max_seq_len, nlohmann::json& records) {
   const std::int64_t per_token = c.kv_bytes_per_token(bytes);
-  std::printf("\n== KV cache: bytes per token (%s) ==\n", c.name.c_str());
+  const std::string name = c.name.substr(c.name.find_last_of('/') + 1);  // file name only
+  std::printf("\n== KV cache: bytes per token (%s) ==\n", name.c_str());
   std::printf("  2 (K and V) x %d layers x %d KV heads x %d head_dim x %d bytes = %lld bytes per token\n",
               c.n_layers, c.n_kv_heads, c.head_dim, bytes, static_cast<long long>(per_token));
   std::printf("  one request reserves max_seq_len = %d positions: %s\n", max_seq_len,
               format_bytes(per_token * max_seq_len).c_str());
-  records.push_back({{"table", "kv_per_token"}, {"model", c.name}, {"bytes_per_element", bytes},
+  records.push_back({{"table", "kv_per_token"}, {"model", name}, {"bytes_per_element", bytes},
                      {"n_layers", c.n_layers}, {"n_kv_heads", c.n_kv_heads},
                      {"head_dim", c.head_dim}, {"bytes_per_token", per_token},
                      {"max_seq_len", max_seq_len}, {"bytes_per_request", per_token * max_seq_len}});

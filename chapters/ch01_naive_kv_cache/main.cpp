@@ -92,10 +92,14 @@ ModeRun run_mode(const engine::DeviceModel& dm, const Model& oracle_model, engin
 
 // Per-step latency, both modes side by side; long runs print every k-th step (JSON has all).
 void print_latency(const std::vector<ModeRun>& runs, bool check, nlohmann::json& records) {
-  std::printf("\n== per-step latency (ms; %s) ==\n",
+  if (runs.front().steps.empty()) {
+    std::printf("\n(no forward pass ran: with --steps 0 the prompt is the whole output)\n");
+    return;
+  }
+  std::printf("\n== per-step latency (ms of %s; %s) ==\n", step_clock_name(),
               std::string(engine::kernel_backend()) == "sim"
                   ? "CPU-simulator timings: they show the trend, not GPU speed"
-                  : "GPU wall time, logits copied to the host");
+                  : "logits copied to the host");
   std::printf("  %5s %8s", "step", "position");
   for (const ModeRun& r : runs) {
     std::printf(" | %-11s %6s %9s", engine::to_string(r.mode), "rows", "ms");
@@ -142,10 +146,11 @@ int run(const Args& a) {
   const Model oracle_model = engine::round_weights(b.model, dtype);  // what the device computes with
   const std::string device = engine::device_name();
   const int max_seq_len = a.max_seq_len == 0 ? c.max_seq_len : a.max_seq_len;
+  const std::string model_name = c.name.substr(c.name.find_last_of('/') + 1);  // file name only
 
   std::printf("ch01_naive_kv_cache: from recomputation to a naive KV cache\n");
   std::printf("  model   %s (dim %d, %d layers, %d heads / %d KV heads, head_dim %d, context %d)%s\n",
-              b.model.source.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
+              model_name.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
               c.max_seq_len,
               b.format == ModelFormat::kSynthetic ? "\n          synthetic: random weights, meaningless text" : "");
   std::printf("  device  %s [%s backend]\n  weights %s, %s on the device\n", device.c_str(),
@@ -153,6 +158,7 @@ int run(const Args& a) {
               format_bytes(dm.weight_bytes()).c_str());
 
   nlohmann::json report = make_report("ch01_naive_kv_cache", engine::kernel_backend(), device);
+  report["step_clock"] = step_clock_name();
   nlohmann::json& records = report["records"];
   const std::vector<int> prompt = tok.encode(a.prompt, /*add_bos=*/true, /*add_eos=*/false);
 
@@ -196,7 +202,7 @@ int run(const Args& a) {
 
   for (const ModeRun& r : runs) {
     records.push_back({{"table", "generation"}, {"mode", engine::to_string(r.mode)},
-                       {"model", b.model.source}, {"dtype", dtype_name(dtype)},
+                       {"model", model_name}, {"dtype", dtype_name(dtype)},
                        {"prompt_tokens", r.result.prompt_tokens},
                        {"generated_tokens", r.result.generated()}, {"tokens", r.result.tokens},
                        {"check_ok", r.check_ok}});

@@ -14,6 +14,9 @@ foreach(dtype fp32 fp16 bf16)
   set_tests_properties(ch01.check_tiny_${dtype} PROPERTIES
     PASS_REGULAR_EXPRESSION "check naive-cache vs CPU oracle.*: OK")
 endforeach()
+# Zero steps: the prompt comes back, nothing runs, and the memory tables still print.
+add_test(NAME ch01.zero_steps COMMAND ${CH01} --model synthetic:tiny --steps 0 --check)
+set_tests_properties(ch01.zero_steps PROPERTIES PASS_REGULAR_EXPRESSION "no forward pass ran")
 # What scripts/tour.sh runs (the default model: stories260K when $NANOSERVE_DATA has it).
 add_test(NAME ch01.tour COMMAND ${CH01} --tour)
 # The calculator: Llama-2-7B's fp16 KV is 0.5 MiB per token and 2 GiB per 4k-token request.
@@ -34,6 +37,7 @@ add_test(NAME ch01.nanoserve_eval_gpu
          COMMAND nanoserve eval -m synthetic:tiny --device gpu --window 64
                  --text "${CMAKE_CURRENT_SOURCE_DIR}/cli/two_documents.txt")
 set_tests_properties(ch01.check_tiny_fp32 ch01.check_tiny_fp16 ch01.check_tiny_bf16 ch01.tour
+  ch01.zero_steps
   ch01.kv_memory ch01.prompt_longer_than_context ch01.bad_dtype ch01.nanoserve_generate_gpu
   ch01.nanoserve_eval_gpu
   PROPERTIES LABELS "ch01;${NANOSERVE_CHAPTER_TEST_LABELS}")
