@@ -142,9 +142,9 @@ int run(const Args& a) {
   const Tokenizer& tok = *b.tokenizer;
   const ModelConfig& c = b.model.config;
   const DType dtype = parse_dtype(a.dtype);
+  const std::string device = engine::device_name();  // first: a missing GPU is one clear error
   const engine::DeviceModel dm(b.model, dtype);
   const Model oracle_model = engine::round_weights(b.model, dtype);  // what the device computes with
-  const std::string device = engine::device_name();
   const int max_seq_len = a.max_seq_len == 0 ? c.max_seq_len : a.max_seq_len;
   const std::string model_name = c.name.substr(c.name.find_last_of('/') + 1);  // file name only
 
@@ -195,9 +195,16 @@ int run(const Args& a) {
                 r.kv_positions, format_bytes(r.kv_used).c_str(), format_bytes(r.kv_reserved).c_str(),
                 100.0 * double(r.kv_used) / double(r.kv_reserved));
   }
-  const UtilizationResult u = replay_utilization(engine::mixed_length_requests(), max_seq_len,
-                                                 c.kv_bytes_per_token(dtype_bytes(dtype)));
-  print_utilization(u, max_seq_len, records);
+  const std::vector<engine::RequestShape> batch = engine::mixed_length_requests();
+  int longest = 0;
+  for (const engine::RequestShape& r : batch) longest = std::max(longest, r.cached_positions());
+  if (longest <= max_seq_len) {
+    print_utilization(replay_utilization(batch, max_seq_len, c.kv_bytes_per_token(dtype_bytes(dtype))),
+                      max_seq_len, records);
+  } else {
+    std::printf("\n(reserved vs used: the mixed batch needs slots of %d positions; "
+                "--max-seq-len %d is too small, table skipped)\n", longest, max_seq_len);
+  }
   print_kv_memory(engine::kv_memory_reference_models(), a.kv_context, a.kv_batch, records);
 
   for (const ModeRun& r : runs) {
