@@ -48,4 +48,22 @@ inline constexpr Tolerance kKernelVsOracle{1e-5, 1e-4};
 /// below 1e-6 are noise no sampler decision depends on.
 inline constexpr Tolerance kDeviceSamplingProbs{1e-6, 1e-4};
 
+/// \brief Logits of the kernel forward with fp16 weights and an fp16 KV cache against the oracle
+/// run on the same fp16-rounded weights (engine::round_weights), or two kernel paths (no-cache,
+/// naive-cache) against each other. The weights are identical, so the difference comes from
+/// the cache: every key and value is rounded to 11 significant bits (relative error up to
+/// 2^-12 ≈ 2.4e-4), attention mixes those errors into every later layer, and the classifier
+/// carries them to the logits at about the storage precision times the logits' scale. Measured
+/// over a dozen greedy steps: max |Δlogit| ≈ 0.01 on stories260K (logits up to ~22, i.e.
+/// ≈ 4.5e-4 × max|logit|), 9e-4 on synthetic:tiny (logits up to ~3.4), 7e-3 on
+/// TinyStories-656K (up to ~14). atol 0.05 leaves a margin of ~5 at the largest scale, while
+/// a real bug (a wrong position, head or layer) moves logits by O(1) and fails by ~20×.
+inline constexpr Tolerance kKernelForwardFp16{5e-2, 5e-3};
+
+/// \brief As kKernelForwardFp16 with a bf16 cache: 8 significant bits (relative rounding error
+/// up to 2^-9 ≈ 2e-3, 8× fp16's). Measured: max |Δlogit| ≈ 0.086 on stories260K (≈ 3.9e-3 ×
+/// max|logit|) and 6e-3 on synthetic:tiny. atol 0.3 keeps a margin of ~3.5 at the largest
+/// scale and is still far below the O(1) shift of a real bug.
+inline constexpr Tolerance kKernelForwardBf16{3e-1, 2e-2};
+
 }  // namespace nanoserve::tol

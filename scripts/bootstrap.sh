@@ -14,7 +14,7 @@ packages=(
   libxxhash-dev            # prefix-cache block hashes
   doxygen graphviz         # documentation
   clang libclang-rt-dev    # libFuzzer targets for the loaders
-  python3                  # plot script
+  python3 python3-matplotlib  # scripts/plot_results.py (tutorial plots from JSON results)
 )
 
 missing=()

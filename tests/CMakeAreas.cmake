@@ -27,9 +27,19 @@ else()
   set_tests_properties(sim_microbench.smoke PROPERTIES LABELS "kernels")
 endif()
 
-# Chapters: tests/chNN/*.cpp -> test_chNN, label chNN (engine pieces + chapter code).
+# Chapters: tests/chNN/*.cpp -> test_chNN, label chNN (engine pieces + chapter code); they run
+# kernels, so in the cuda build they also carry `gpu` (and skip without a device). A chapter's
+# program smoke runs live in tests/chNN/smoke.cmake.
+if(NANOSERVE_BACKEND STREQUAL "cuda")
+  set(NANOSERVE_CHAPTER_TEST_LABELS gpu)
+else()
+  set(NANOSERVE_CHAPTER_TEST_LABELS "")
+endif()
 foreach(chapter ch01 ch02 ch03 ch04 ch05 ch06)
-  nanoserve_add_test_area(${chapter} LIBS nanoserve_engine)
+  nanoserve_add_test_area(${chapter} LIBS nanoserve_engine LABELS ${NANOSERVE_CHAPTER_TEST_LABELS})
+  if(EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${chapter}/smoke.cmake")
+    include("${CMAKE_CURRENT_SOURCE_DIR}/${chapter}/smoke.cmake")
+  endif()
 endforeach()
 
 # bench_kernels (apps/bench_kernels): every benchmark case must run at --quick sizes and write its

@@ -1,12 +1,16 @@
 // nanoserve eval: perplexity and bits-per-byte of a model over a text file of documents.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "apps/nanoserve/commands.h"
 #include "common/data_path.h"
+#include "common/engine/device_info.h"
+#include "common/engine/device_model.h"
+#include "common/engine/kernel_backend.h"
 #include "common/error.h"
 #include "common/eval/perplexity.h"
 #include "common/model_bundle.h"
@@ -20,6 +24,8 @@ struct EvalArgs {
   std::string tokenizer;
   std::string text = "tinystories_valid_sample.txt";
   eval::EvalOptions options;
+  std::string device = "cpu";
+  std::string dtype = "fp32";
   std::string json;
 };
 
@@ -39,9 +45,28 @@ int run_eval(EvalArgs& a) {
       if (done == total) std::fputc('\n', stderr);
     };
   }
-  const eval::EvalResult r =
-      eval::evaluate_file(*text, *b.tokenizer, eval::oracle_logits(b.model), a.options);
-  std::printf("model          %s\ntext           %s\nwindow/stride  %d/%d\n", b.model.source.c_str(),
+  // gpu: every window's logits from the kernels (all positions of one pass), through a
+  // one-slot naive KV cache of the window's length.
+  std::unique_ptr<engine::DeviceModel> device_model;
+  std::unique_ptr<engine::ModelRunner> runner;
+  std::unique_ptr<engine::NaiveKVCache> cache;
+  eval::LogitsFn logits;
+  std::string device = "CPU oracle (Eigen, fp32)";
+  if (a.device == "gpu") {
+    const DType dtype = parse_dtype(a.dtype);
+    device_model = std::make_unique<engine::DeviceModel>(b.model, dtype);
+    const int rows = std::min(a.options.window, 128);  // longer windows run in chunks
+    runner = std::make_unique<engine::ModelRunner>(*device_model, engine::RunnerOptions{rows, rows});
+    cache = std::make_unique<engine::NaiveKVCache>(b.model.config, dtype, a.options.window, 1);
+    logits = engine::kernel_logits(*runner, *cache);
+    device = engine::device_name() + " · kernels, " + dtype_name(dtype) + " weights";
+  } else {
+    if (a.dtype != "fp32") throw InvalidArgument("--dtype " + a.dtype + " needs --device gpu (the CPU oracle is fp32)");
+    logits = eval::oracle_logits(b.model);
+  }
+  const eval::EvalResult r = eval::evaluate_file(*text, *b.tokenizer, logits, a.options);
+  std::printf("model          %s\ndevice         %s\ntext           %s\nwindow/stride  %d/%d\n",
+              b.model.source.c_str(), device.c_str(),
               text->c_str(), a.options.window,
               a.options.stride > 0 ? a.options.stride : a.options.window - 1);
   std::printf("documents      %lld\nwindows        %lld\ntokens         %lld\nbytes          %lld\n",
@@ -50,7 +75,8 @@ int run_eval(EvalArgs& a) {
   std::printf("nll (nats)     %.4f\nperplexity     %.4f\nbits-per-byte  %.4f\n", r.nll, r.perplexity,
               r.bits_per_byte);
   if (!a.json.empty()) {
-    nlohmann::json rep = make_report("nanoserve eval", "cpu-oracle", "CPU oracle (Eigen, fp32)");
+    nlohmann::json rep = make_report("nanoserve eval",
+                                     a.device == "gpu" ? engine::kernel_backend() : "cpu-oracle", device);
     rep["records"].push_back({{"model", b.model.source}, {"text", *text},
                               {"window", a.options.window}, {"stride", a.options.stride},
                               {"documents", r.documents}, {"tokens", r.tokens},
@@ -77,6 +103,12 @@ Action add_eval(CLI::App& parent) {
   c->add_option("--delimiter", args->options.delimiter, "document separator")
       ->capture_default_str();
   c->add_flag("--score-eos", args->options.score_eos, "also predict EOS after each document");
+  c->add_option("--device", args->device,
+                 "cpu = the Eigen oracle; gpu = the kernels (a GPU, or the CPU simulator in the "
+                 "sim build)")
+      ->capture_default_str()->check(CLI::IsMember({"cpu", "gpu"}));
+  c->add_option("--dtype", args->dtype, "storage type of weights and KV cache (--device gpu)")
+      ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   c->add_option("--json", args->json, "also write the result as JSON to this path");
   return [args] { return run_eval(*args); };
 }

@@ -4,6 +4,10 @@
 #include <string>
 
 #include "apps/nanoserve/commands.h"
+#include "common/engine/device_info.h"
+#include "common/engine/device_model.h"
+#include "common/engine/kernel_backend.h"
+#include "common/error.h"
 #include "common/generation/generate.h"
 #include "common/model_bundle.h"
 #include "common/oracle/oracle_backend.h"
@@ -19,13 +23,24 @@ struct GenerateArgs {
   int steps = 256;
   SamplingParams sampling{1.0f, 0, 0.9f, 0.0f, 42};
   std::string device = "cpu";
+  std::string dtype = "fp32";
   std::string json;
 };
 
 int run_generate(const GenerateArgs& a) {
   ModelBundle b = load_model_bundle(a.model, a.tokenizer);
   const Tokenizer& tok = *b.tokenizer;
-  std::unique_ptr<DecodeBackend> backend = std::make_unique<oracle::OracleBackend>(b.model);
+  // cpu: the Eigen oracle. gpu: the kernels through chapter 1's engine with a naive KV cache —
+  // on a GPU in the cuda build, on the CPU simulator in the sim build (the device name says so).
+  std::unique_ptr<engine::DeviceModel> device_model;
+  std::unique_ptr<DecodeBackend> backend;
+  if (a.device == "gpu") {
+    device_model = std::make_unique<engine::DeviceModel>(b.model, parse_dtype(a.dtype));
+    backend = std::make_unique<engine::KernelBackend>(*device_model, engine::CacheMode::kNaiveCache);
+  } else {
+    if (a.dtype != "fp32") throw InvalidArgument("--dtype " + a.dtype + " needs --device gpu (the CPU oracle is fp32)");
+    backend = std::make_unique<oracle::OracleBackend>(b.model);
+  }
 
   GenerateOptions opt;
   opt.max_new_tokens = a.steps;
@@ -56,7 +71,9 @@ int run_generate(const GenerateArgs& a) {
                r.prompt_tokens, r.generated(), to_string(r.stop), r.prefill_seconds * 1e3,
                tok_per_s);
   if (!a.json.empty()) {
-    nlohmann::json rep = make_report("nanoserve generate", "cpu-oracle", backend->device_name());
+    nlohmann::json rep = make_report("nanoserve generate",
+                                     a.device == "gpu" ? engine::kernel_backend() : "cpu-oracle",
+                                     backend->device_name());
     rep["records"].push_back({{"model", b.model.source},
                               {"prompt_tokens", r.prompt_tokens},
                               {"generated_tokens", r.generated()},
@@ -89,8 +106,12 @@ Action add_generate(CLI::App& parent) {
   c->add_option("--min-p", args->sampling.min_p, "drop tokens below min_p * p_max; 0 = off")
       ->capture_default_str();
   c->add_option("--seed,-s", args->sampling.seed, "the request's RNG seed")->capture_default_str();
-  c->add_option("--device", args->device, "where to run")
-      ->capture_default_str()->check(CLI::IsMember({"cpu"}));
+  c->add_option("--device", args->device,
+                 "cpu = the Eigen oracle; gpu = the kernels (a GPU in the cuda build, the CPU "
+                 "simulator in the sim build)")
+      ->capture_default_str()->check(CLI::IsMember({"cpu", "gpu"}));
+  c->add_option("--dtype", args->dtype, "storage type of weights and KV cache (--device gpu)")
+      ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   c->add_option("--json", args->json, "also write the result as JSON to this path");
   return [args] { return run_generate(*args); };
 }

@@ -1,6 +1,7 @@
 // nanoserve: the project's command line.
 //
 //   nanoserve generate --model stories260K.bin --prompt "Once upon a time" --temperature 0
+//   nanoserve generate --model stories260K.bin --device gpu --dtype fp16
 //   nanoserve eval --model tinystories-656k --text tinystories_valid_sample.txt
 //   nanoserve info --model synthetic:llama3-8b
 //
@@ -14,7 +15,7 @@
 #include "apps/nanoserve/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"nanoserve: LLM inference techniques, chapter by chapter (CPU oracle for now)"};
+  CLI::App app{"nanoserve: LLM inference techniques, chapter by chapter"};
   app.require_subcommand(1);
   std::map<CLI::App*, nanoserve::cli::Action> actions;
   for (auto add : {nanoserve::cli::add_generate, nanoserve::cli::add_eval,

@@ -12,16 +12,14 @@
 #include "common/generation/generate.h"
 #include "common/model_bundle.h"
 #include "common/oracle/oracle_backend.h"
+#include "reference_story.h"
 #include "test_support.h"
 
 namespace nanoserve {
 namespace {
 
-// The story llama2.c's run.c prints for `./run stories260K.bin -z tok512.bin -t 0.0`, as quoted
-// in ../shared/data/README.md (the reference implementation's output, not ours).
-constexpr const char* kReferenceStoryStart =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
-    "park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.";
+// The story llama2.c's run.c prints (tests/reference_story.h).
+constexpr const char* kReferenceStoryStart = testing::kStories260KReferenceStoryStart;
 
 GenerateResult greedy_from_bos(const ModelBundle& b, int steps) {
   oracle::OracleBackend backend(b.model);

@@ -1,0 +1,154 @@
+#include "common/engine/device_model.h"
+
+#include <cstring>
+#include <set>
+
+#include "common/error.h"
+#include "kernels/linear.h"
+
+namespace nanoserve::engine {
+
+namespace {
+
+/// fp32 values -> bytes of storage type T (each rounded once, to nearest even).
+template <typename T>
+std::vector<unsigned char> encode(const std::vector<float>& host) {
+  std::vector<unsigned char> bytes(host.size() * sizeof(T));
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    const T v = from_float<T>(host[i]);
+    std::memcpy(bytes.data() + i * sizeof(T), &v, sizeof(T));
+  }
+  return bytes;
+}
+
+/// Bytes of storage type T -> fp32 values (exact).
+template <typename T>
+std::vector<float> decode(const std::vector<unsigned char>& bytes) {
+  std::vector<float> out(bytes.size() / sizeof(T));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    T v;
+    std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+    out[i] = to_float(v);
+  }
+  return out;
+}
+
+std::unique_ptr<DeviceLinear> dense(const std::vector<float>& w, int out, int in, DType dtype) {
+  return std::make_unique<DenseLinear>(DeviceTensor(w, dtype), out, in);
+}
+
+std::vector<float> rounded(const std::vector<float>& v, DType dtype) {
+  return dispatch_dtype(dtype, [&](auto tag) { return decode<decltype(tag)>(encode<decltype(tag)>(v)); });
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// DeviceTensor
+
+DeviceTensor::DeviceTensor(const std::vector<float>& host, DType dtype)
+    : dtype_(dtype), numel_(host.size()) {
+  const std::vector<unsigned char> bytes =
+      dispatch_dtype(dtype, [&](auto tag) { return encode<decltype(tag)>(host); });
+  storage_ = std::make_shared<DeviceBuffer<unsigned char>>(bytes);
+}
+
+std::vector<float> DeviceTensor::to_host_floats() const {
+  if (!storage_) return {};
+  const std::vector<unsigned char> bytes = storage_->to_host();
+  return dispatch_dtype(dtype_, [&](auto tag) { return decode<decltype(tag)>(bytes); });
+}
+
+void DeviceTensor::check_type(DType requested) const {
+  if (requested != dtype_) {
+    throw InvalidArgument(std::string("DeviceTensor: requested as ") + dtype_name(requested) +
+                          " but stored as " + dtype_name(dtype_));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DenseLinear
+
+DenseLinear::DenseLinear(DeviceTensor weight, int out_features, int in_features)
+    : weight_(std::move(weight)), out_(out_features), in_(in_features) {
+  if (out_features < 1 || in_features < 1 ||
+      weight_.numel() != static_cast<std::size_t>(out_features) * in_features) {
+    throw InvalidArgument("DenseLinear: a (" + std::to_string(out_features) + ", " +
+                          std::to_string(in_features) + ") weight cannot hold " +
+                          std::to_string(weight_.numel()) + " elements");
+  }
+}
+
+void DenseLinear::apply(const float* x, float* y, int rows, cudaStream_t stream,
+                        Epilogue epilogue) const {
+  dispatch_dtype(weight_.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    launch_linear<T>(weight_.data<T>(), x, y, rows, out_, in_, stream, epilogue);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// DeviceModel
+
+DeviceModel::DeviceModel(const Model& model, DType dtype) : config_(model.config), dtype_(dtype) {
+  const ModelConfig& c = config_;
+  token_embedding_ = DeviceTensor(model.token_embedding, dtype);
+  layers_.resize(static_cast<std::size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& w = model.layers.at(static_cast<std::size_t>(l));
+    DeviceLayer& d = layers_[static_cast<std::size_t>(l)];
+    d.attn_norm = DeviceTensor(w.attn_norm, dtype);
+    d.wq = dense(w.wq, c.q_dim(), c.dim, dtype);
+    d.wk = dense(w.wk, c.kv_dim(), c.dim, dtype);
+    d.wv = dense(w.wv, c.kv_dim(), c.dim, dtype);
+    d.wo = dense(w.wo, c.dim, c.q_dim(), dtype);
+    d.ffn_norm = DeviceTensor(w.ffn_norm, dtype);
+    d.w1 = dense(w.w1, c.hidden_dim, c.dim, dtype);
+    d.w2 = dense(w.w2, c.dim, c.hidden_dim, dtype);
+    d.w3 = dense(w.w3, c.hidden_dim, c.dim, dtype);
+  }
+  final_norm_ = DeviceTensor(model.final_norm, dtype);
+  classifier_ = c.tied_classifier
+                    ? std::make_unique<DenseLinear>(token_embedding_, c.vocab_size, c.dim)
+                    : dense(model.classifier, c.vocab_size, c.dim, dtype);
+}
+
+std::int64_t DeviceModel::weight_bytes() const {
+  std::set<const void*> seen;
+  std::int64_t total = 0;
+  auto add = [&](const DeviceTensor& t) {
+    if (seen.insert(t.storage_id()).second) total += static_cast<std::int64_t>(t.bytes());
+  };
+  auto add_linear = [&](const DeviceLinear& lin) {
+    for (const DeviceTensor* t : lin.tensors()) add(*t);
+  };
+  add(token_embedding_);
+  for (const DeviceLayer& d : layers_) {
+    add(d.attn_norm);
+    add(d.ffn_norm);
+    for (const auto* lin : {d.wq.get(), d.wk.get(), d.wv.get(), d.wo.get(), d.w1.get(),
+                            d.w2.get(), d.w3.get()}) {
+      add_linear(*lin);
+    }
+  }
+  add(final_norm_);
+  add_linear(*classifier_);
+  return total;
+}
+
+Model round_weights(const Model& model, DType dtype) {
+  Model out = model;
+  auto round_all = [&](std::vector<float>& v) { v = rounded(v, dtype); };
+  round_all(out.token_embedding);
+  for (LayerWeights& w : out.layers) {
+    for (std::vector<float>* v : {&w.attn_norm, &w.wq, &w.wk, &w.wv, &w.wo, &w.ffn_norm, &w.w1,
+                                  &w.w2, &w.w3}) {
+      round_all(*v);
+    }
+  }
+  round_all(out.final_norm);
+  round_all(out.classifier);
+  return out;
+}
+
+}  // namespace nanoserve::engine

@@ -1,0 +1,160 @@
+#pragma once
+/// \file
+/// \brief `DeviceModel`: a `Model`'s weights uploaded to the device in one storage type
+/// (fp32, fp16 or bf16; `--dtype`) — llama2.c's `TransformerWeights`, on the GPU.
+///
+/// Every tensor is rounded once, to nearest even, from the fp32 host weights; the norm gains
+/// too, so a fp16 model really is fp16 end to end (activations stay fp32: DESIGN.md, "Numbers
+/// and precision"). A tied classifier shares the embedding's device memory, as in the file.
+///
+/// The linear layers sit behind `DeviceLinear`, so the quantization chapter can swap a layer's
+/// dense weights for packed INT8/INT4 ones without touching the forward pass.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/model.h"
+#include "kernels/device_buffer.h"
+#include "kernels/dtype.cuh"
+#include "kernels/linear_common.cuh"
+
+namespace nanoserve::engine {
+
+/// \brief A device array of `numel` values in a run-time storage type. Copies share the same
+/// device memory (a tied classifier is the embedding table, not a copy of it).
+class DeviceTensor {
+ public:
+  /// \brief An empty tensor.
+  DeviceTensor() = default;
+  /// \brief Rounds `host` (fp32) to `dtype` and uploads it.
+  DeviceTensor(const std::vector<float>& host, DType dtype);
+
+  /// \brief Storage type of the elements.
+  DType dtype() const { return dtype_; }
+  /// \brief Number of elements.
+  std::size_t numel() const { return numel_; }
+  /// \brief Device bytes of the elements.
+  std::size_t bytes() const { return numel_ * static_cast<std::size_t>(dtype_bytes(dtype_)); }
+  /// \brief Identity of the device memory (equal for tensors that share it).
+  const void* storage_id() const { return storage_.get(); }
+  /// \brief Typed device pointer; throws `InvalidArgument` when T is not the storage type.
+  template <typename T>
+  const T* data() const {
+    check_type(dtype_of<T>());
+    return reinterpret_cast<const T*>(storage_ ? storage_->get() : nullptr);
+  }
+  /// \brief The values back on the host, widened to fp32 (tests and debugging).
+  std::vector<float> to_host_floats() const;
+
+ private:
+  void check_type(DType requested) const;
+  DType dtype_ = DType::kF32;
+  std::size_t numel_ = 0;
+  std::shared_ptr<DeviceBuffer<unsigned char>> storage_;
+};
+
+/// \brief One linear layer `y = W x` on the device, for any number of input rows.
+///
+/// The forward pass only calls `apply`; what W looks like in memory is the implementation's
+/// business (dense here, group-quantized in chapter 5).
+class DeviceLinear {
+ public:
+  virtual ~DeviceLinear() = default;
+  /// \brief `Y = X Wᵀ` (kStore) or `Y += X Wᵀ` (kAccumulate) on `stream`.
+  /// \param x        (rows, in_features) fp32 device activations
+  /// \param y        (rows, out_features) fp32 device activations; must not alias x
+  /// \param rows     input rows (tokens)
+  /// \param stream   CUDA stream
+  /// \param epilogue store or accumulate
+  virtual void apply(const float* x, float* y, int rows, cudaStream_t stream,
+                     Epilogue epilogue) const = 0;
+  /// \brief Rows of W (length of y).
+  virtual int out_features() const = 0;
+  /// \brief Columns of W (length of x).
+  virtual int in_features() const = 0;
+  /// \brief The device tensors holding W (for byte accounting; shared ones counted once).
+  virtual std::vector<const DeviceTensor*> tensors() const = 0;
+  /// \brief A short description of the weight format, e.g. "fp16".
+  virtual std::string format() const = 0;
+};
+
+/// \brief A dense (out_features, in_features) row-major weight in a storage type, applied with
+/// `launch_linear` (GEMV for a few rows, GEMM beyond).
+class DenseLinear final : public DeviceLinear {
+ public:
+  /// \brief Uses `weight` (out_features × in_features elements) as W.
+  DenseLinear(DeviceTensor weight, int out_features, int in_features);
+  /// \brief See `DeviceLinear::apply`.
+  void apply(const float* x, float* y, int rows, cudaStream_t stream,
+             Epilogue epilogue) const override;
+  /// \brief Rows of W.
+  int out_features() const override { return out_; }
+  /// \brief Columns of W.
+  int in_features() const override { return in_; }
+  /// \brief The one weight tensor.
+  std::vector<const DeviceTensor*> tensors() const override { return {&weight_}; }
+  /// \brief The storage type's name ("fp32", "fp16", "bf16").
+  std::string format() const override { return dtype_name(weight_.dtype()); }
+
+ private:
+  DeviceTensor weight_;
+  int out_;
+  int in_;
+};
+
+/// \brief One transformer block's weights on the device (shapes as in `LayerWeights`).
+struct DeviceLayer {
+  DeviceTensor attn_norm;               ///< (dim) RMSNorm gain before attention
+  std::unique_ptr<DeviceLinear> wq;     ///< (q_dim, dim)
+  std::unique_ptr<DeviceLinear> wk;     ///< (kv_dim, dim)
+  std::unique_ptr<DeviceLinear> wv;     ///< (kv_dim, dim)
+  std::unique_ptr<DeviceLinear> wo;     ///< (dim, q_dim)
+  DeviceTensor ffn_norm;                ///< (dim) RMSNorm gain before the FFN
+  std::unique_ptr<DeviceLinear> w1;     ///< (hidden_dim, dim) gate
+  std::unique_ptr<DeviceLinear> w2;     ///< (dim, hidden_dim) down
+  std::unique_ptr<DeviceLinear> w3;     ///< (hidden_dim, dim) up
+};
+
+/// \brief A whole decoder's weights on the device, in one storage type.
+class DeviceModel {
+ public:
+  /// \brief Uploads every tensor of `model` (which must have passed `Model::validate()`),
+  /// rounded to `dtype`. Throws `CudaError` when device memory runs out.
+  DeviceModel(const Model& model, DType dtype);
+
+  /// \brief Shapes and hyper-parameters (a copy of the host model's).
+  const ModelConfig& config() const { return config_; }
+  /// \brief Storage type the weights were uploaded in.
+  DType dtype() const { return dtype_; }
+  /// \brief (vocab_size, dim) token embedding table.
+  const DeviceTensor& token_embedding() const { return token_embedding_; }
+  /// \brief Block `l` (0-based).
+  const DeviceLayer& layer(int l) const { return layers_.at(static_cast<std::size_t>(l)); }
+  /// \brief Block `l`, to replace its linear layers (e.g. with quantized ones).
+  DeviceLayer& mutable_layer(int l) { return layers_.at(static_cast<std::size_t>(l)); }
+  /// \brief (dim) final RMSNorm gain.
+  const DeviceTensor& final_norm() const { return final_norm_; }
+  /// \brief (vocab_size, dim) output projection (the embedding table when tied).
+  const DeviceLinear& classifier() const { return *classifier_; }
+  /// \brief Device bytes of all weights, each device allocation counted once.
+  std::int64_t weight_bytes() const;
+
+ private:
+  ModelConfig config_;
+  DType dtype_;
+  DeviceTensor token_embedding_;
+  std::vector<DeviceLayer> layers_;
+  DeviceTensor final_norm_;
+  std::unique_ptr<DeviceLinear> classifier_;
+};
+
+/// \brief `model` with every weight rounded to `dtype` and widened back to fp32: exactly the
+/// numbers a `DeviceModel(model, dtype)` computes with. The oracle run on it sees the same
+/// weights as the kernels, so a comparison measures the kernels (and the KV cache's storage
+/// type), not the weight rounding.
+Model round_weights(const Model& model, DType dtype);
+
+}  // namespace nanoserve::engine

@@ -1,0 +1,53 @@
+#pragma once
+/// \file
+/// \brief `ForwardBatch`: what one forward pass computes — the input rows of one or more
+/// sequences, where each sequence's KV lives, and which rows need logits.
+///
+/// A batch is a list of chunks, each a run of consecutive positions of one sequence:
+///
+///     rows:    0 1 2 3 4 5 | 6 | 7      tokens (T = 8), chunk after chunk
+///     chunks:  seq 0, pos 0..5 (prompt) | seq 3, pos 41 (decode) | seq 1, pos 9 (decode)
+///     logits:  rows 5, 6, 7             the last row of each chunk that samples a token
+///
+/// Chapter 1 always has one chunk (a prompt, or one decode position); chapter 4's continuous
+/// batching mixes prefill chunks and decodes of many sequences in one batch. The layer loop
+/// treats rows independently except in attention, where the `AttentionBackend` uses the chunks.
+
+#include <cstdint>
+#include <vector>
+
+namespace nanoserve::engine {
+
+/// \brief A run of consecutive positions of one sequence inside a `ForwardBatch`.
+struct SequenceChunk {
+  int seq = 0;         ///< the sequence's handle in the KV cache (e.g. a `NaiveKVCache` slot)
+  int start_pos = 0;   ///< position of the chunk's first token in its sequence
+  int num_tokens = 0;  ///< rows of the chunk (>= 1)
+};
+
+/// \brief Which rows of a single-chunk batch need logits.
+enum class LogitRows {
+  kLast,  ///< only the last row (generation: the next token)
+  kAll,   ///< every row (evaluation, `--check` of every position)
+};
+
+/// \brief The input of one forward pass.
+struct ForwardBatch {
+  std::vector<int> tokens;             ///< (T) token ids, the rows of all chunks in order
+  std::vector<SequenceChunk> chunks;   ///< in row order; their num_tokens sum to T
+  std::vector<int> logit_rows;         ///< ascending rows whose logits the pass returns
+
+  /// \brief Number of rows T.
+  int rows() const { return static_cast<int>(tokens.size()); }
+  /// \brief (T) the position of every row in its sequence.
+  std::vector<int> positions() const;
+  /// \brief Throws `InvalidArgument` naming the problem when the chunks do not cover the
+  /// tokens exactly, a chunk is empty or starts at a negative position, a token id is outside
+  /// `[0, vocab_size)`, or `logit_rows` is not ascending inside `[0, T)`.
+  void validate(int vocab_size) const;
+
+  /// \brief One chunk: `tokens` of sequence `seq` at positions `start_pos ..`.
+  static ForwardBatch single(int seq, std::vector<int> tokens, int start_pos, LogitRows which);
+};
+
+}  // namespace nanoserve::engine
