@@ -1,0 +1,127 @@
+// PagedAttention decode (chapter 2) at the same shapes as the contiguous attention_decode suite
+// (Llama-3-8B's heads: 32 query / 8 KV heads of 128, fp16), so the two tables compare directly:
+// issue 9's target is "batch 32, context 4096, block 16: >= 70% of copy bandwidth on the KV
+// bytes read, and within 10% of the contiguous kernel". Each sequence's blocks are a random
+// permutation of the pool (as after hours of serving), so the gathers really jump around.
+//   v01         one thread block per (sequence, query, head), scores in shared memory
+//   v02         one thread block per (sequence, KV head): the GQA group shares each K/V read
+//   v02-splitk  v02 with partitions of kPagedDecodeKeysPerSplit keys merged by a combine kernel
+// GB/s counts the K and V bytes below each context length once, as attention_decode does.
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "apps/bench_kernels/bench_case.h"
+#include "kernels/device_buffer.h"
+#include "kernels/dtype.cuh"
+#include "kernels/paged_attention.h"
+
+namespace nanoserve::bench {
+namespace {
+
+enum class PagedVariant { kV01, kV02, kV02SplitK };
+
+const char* variant_name(PagedVariant v) {
+  return v == PagedVariant::kV01 ? "v01" : v == PagedVariant::kV02 ? "v02" : "v02-splitk";
+}
+
+template <typename T>
+BenchCase paged_case(PagedVariant variant, int batch, int context, int q_len, int block_size,
+                     AttentionHeads heads, int keys_per_split) {
+  const int kv_dim = heads.n_kv_heads * heads.head_dim;
+  const int blocks_per_seq = (context + block_size - 1) / block_size;
+  const int num_blocks = batch * blocks_per_seq;
+  BenchCase c;
+  c.kernel = "paged_decode";
+  c.version = variant_name(variant);
+  c.dtype = dtype_name(dtype_of<T>());
+  c.shape = "b" + std::to_string(batch) + " ctx" + std::to_string(context) +
+            (q_len > 1 ? " q" + std::to_string(q_len) : "") + " h" +
+            std::to_string(heads.n_heads) + "/" + std::to_string(heads.n_kv_heads) + "x" +
+            std::to_string(heads.head_dim) + " blk" + std::to_string(block_size);
+  const double keys = double(batch) * context;
+  c.bytes = 2.0 * keys * kv_dim * sizeof(T);
+  c.flops = 4.0 * keys * q_len * heads.n_heads * heads.head_dim;
+  c.prepare = [=]() -> Launch {
+    struct Buffers {
+      DeviceBuffer<float> q;          // (batch, q_len, n_heads, head_dim)
+      DeviceBuffer<T> k_pool;         // (num_blocks, block_size, kv_dim)
+      DeviceBuffer<T> v_pool;
+      DeviceBuffer<int> tables;       // (batch, blocks_per_seq)
+      DeviceBuffer<int> lens;         // (batch)
+      DeviceBuffer<float> out;
+      DeviceBuffer<float> workspace;  // split-K partials (v02-splitk only)
+    };
+    auto b = std::make_shared<Buffers>();
+    const std::size_t q_size = std::size_t(batch) * q_len * heads.n_heads * heads.head_dim;
+    const std::size_t pool = std::size_t(num_blocks) * block_size * kv_dim;
+    std::vector<int> ids(static_cast<std::size_t>(num_blocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), std::mt19937(1234));
+    b->q = DeviceBuffer<float>(pattern<float>(q_size, 1));
+    b->k_pool = DeviceBuffer<T>(pattern<T>(pool, 2));
+    b->v_pool = DeviceBuffer<T>(pattern<T>(pool, 3));
+    b->tables = DeviceBuffer<int>(ids);
+    b->lens = DeviceBuffer<int>(std::vector<int>(static_cast<std::size_t>(batch), context));
+    b->out = DeviceBuffer<float>(q_size);
+    if (variant == PagedVariant::kV02SplitK) {
+      b->workspace = DeviceBuffer<float>(paged_attention_decode_workspace_floats(
+          batch, q_len, heads.n_heads, heads.head_dim, blocks_per_seq * block_size,
+          keys_per_split));
+    }
+    const int version = variant == PagedVariant::kV01 ? 1 : 2;
+    return [=](cudaStream_t s) {
+      const PagedKvCache<T> kv{b->k_pool.get(), b->v_pool.get(), num_blocks, block_size};
+      const DeviceBlockTables t{b->tables.get(), b->lens.get(), batch, blocks_per_seq};
+      launch_paged_attention_decode<T>(b->q.get(), kv, t, q_len, heads, b->out.get(),
+                                       {b->workspace.get(), b->workspace.size()}, s, version,
+                                       keys_per_split);
+    };
+  };
+  return c;
+}
+
+// v01 keeps a sequence's scores in shared memory (48 KiB): about 12k keys at head_dim 128.
+bool v01_fits(int context, int head_dim) {
+  return (static_cast<std::size_t>(head_dim) + context) * sizeof(float) <= 48 * 1024;
+}
+
+void add_shape(std::vector<BenchCase>& cases, int batch, int context, int q_len, int block_size,
+               const AttentionHeads& heads, int keys_per_split) {
+  for (PagedVariant v : {PagedVariant::kV01, PagedVariant::kV02, PagedVariant::kV02SplitK}) {
+    if (v == PagedVariant::kV01 && (!v01_fits(context, heads.head_dim) || q_len > 1)) continue;
+    cases.push_back(
+        paged_case<__half>(v, batch, context, q_len, block_size, heads, keys_per_split));
+  }
+}
+
+std::vector<BenchCase> paged_decode_cases(const SuiteOptions& options) {
+  std::vector<BenchCase> cases;
+  if (options.quick) {
+    // Group 4, head width 128, blocks of 16 and partitions of 32 keys so split-K really splits.
+    add_shape(cases, 2, 80, 1, 16, AttentionHeads{4, 1, 128}, 32);
+    add_shape(cases, 2, 80, 5, 16, AttentionHeads{4, 1, 128}, 32);
+    return cases;
+  }
+  const AttentionHeads heads{32, 8, 128};
+  for (int batch : {1, 8, 32}) {
+    for (int context : {512, 4096, 16384}) {
+      if (context == 16384 && batch != 1) continue;
+      add_shape(cases, batch, context, 1, 16, heads, kPagedDecodeKeysPerSplit);
+    }
+  }
+  // Speculative verification: γ + 1 = 5 queries per sequence attend in one launch.
+  add_shape(cases, 32, 4096, 5, 16, heads, kPagedDecodeKeysPerSplit);
+  // Block size: the target shape with blocks of 8 and 32.
+  for (int block : {8, 32}) add_shape(cases, 32, 4096, 1, block, heads, kPagedDecodeKeysPerSplit);
+  return cases;
+}
+
+const bool kRegistered = register_suite("paged_decode", 95, paged_decode_cases);
+
+}  // namespace
+}  // namespace nanoserve::bench
