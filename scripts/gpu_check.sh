@@ -4,7 +4,8 @@
 #   2. every test binary, `gpu`-labelled tests included (kernels vs the oracle on hardware,
 #      greedy stories260K through the CUDA path)
 #   3. compute-sanitizer memcheck and racecheck over the kernel tests, where supported
-#   4. the kernel benchmark (and chapter benchmarks as they exist), JSON
+#   4. end-to-end decode vs the roofline and vs Hugging Face transformers, the kernel
+#      benchmark, and each chapter's tour on the GPU, JSON
 # Everything lands in the folder given as $1 (default: $OUT when the device tool runs it, else
 # results/gpu). Time-boxed to finish in under 8 minutes on an H200.
 #
@@ -69,7 +70,7 @@ if ((dry == 0)) && command -v compute-sanitizer >/dev/null 2>&1 && [[ -x "$bin/t
   # Sanitizers slow kernels by 10-100x: run the kernel tests on their smaller cases.
   for tool in memcheck racecheck; do
     step "compute-sanitizer --tool $tool (kernel tests)"
-    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+    timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
       "$bin/test_kernels" --gtest_brief=1 --gtest_filter='-*Large*:*Bench*' \
       > "$out/sanitizer_$tool.log" 2>&1
     rc=$?
@@ -79,15 +80,30 @@ if ((dry == 0)) && command -v compute-sanitizer >/dev/null 2>&1 && [[ -x "$bin/t
   done
 fi
 
+# The benchmarks, most important first; each gets what is left of the 8-minute budget.
+budget=470
+left() { local l=$(( budget - $(elapsed) )); (( l > $1 )) && echo "$1" || echo $(( l > 0 ? l : 1 )); }
+if ((dry == 0)) && [[ -x "$bin/bench_decode" ]]; then
+  step "bench_decode: synthetic Llama-2-7B fp16, batch 1/8/32/128, vs the copy roofline"
+  timeout "$(left 150)" "$bin/bench_decode" --model synthetic:llama2-7b --dtype fp16 \
+    --batch 1,8,32,128 --json "$out/bench_decode.json" || status=1
+fi
+if ((dry == 0)); then
+  step "peer: Hugging Face transformers generate(), same shape and dtype"
+  timeout "$(left 120)" python3 scripts/hf_peer_bench.py --shape llama2-7b --dtype fp16 \
+    --batch 1,32 --json "$out/hf_peer.json" || echo "hf_peer_bench: not run to completion"
+fi
 if ((dry == 0)) && [[ -x "$bin/bench_kernels" ]]; then
   step "bench_kernels (full sizes)"
-  timeout 180 "$bin/bench_kernels" --json "$out/bench_kernels.json" || status=1
+  timeout "$(left 150)" "$bin/bench_kernels" --json "$out/bench_kernels.json" || status=1
 fi
-
 for prog in "$bin"/ch[0-9][0-9]_*; do
   [[ -x "$prog" && $dry -eq 0 ]] || continue
-  step "$(basename "$prog") --gpu-bench"
-  timeout 90 "$prog" --gpu-bench --json "$out/$(basename "$prog").json" || status=1
+  (( $(elapsed) < budget - 20 )) || { echo "skipping $(basename "$prog"): out of time"; continue; }
+  step "$(basename "$prog") --tour on the GPU"
+  timeout "$(left 60)" "$prog" --tour --json "$out/$(basename "$prog").json" \
+    > "$out/$(basename "$prog").log" 2>&1 || status=1
+  tail -n 15 "$out/$(basename "$prog").log"
 done
 
 step "done in $(elapsed)s, status $status; results in $out"

@@ -90,27 +90,64 @@ void DenseLinear::apply(const float* x, float* y, int rows, cudaStream_t stream,
 // ---------------------------------------------------------------------------------------------
 // DeviceModel
 
-DeviceModel::DeviceModel(const Model& model, DType dtype) : config_(model.config), dtype_(dtype) {
+DeviceModel::DeviceModel(const Model& model, DType dtype)
+    : DeviceModel(model.config, dtype,
+                  [&model](const std::string& name, int layer, std::size_t) {
+                    if (layer < 0) {
+                      if (name == "token_embedding") return model.token_embedding;
+                      if (name == "final_norm") return model.final_norm;
+                      return model.classifier;
+                    }
+                    const LayerWeights& w = model.layers.at(static_cast<std::size_t>(layer));
+                    if (name == "attn_norm") return w.attn_norm;
+                    if (name == "wq") return w.wq;
+                    if (name == "wk") return w.wk;
+                    if (name == "wv") return w.wv;
+                    if (name == "wo") return w.wo;
+                    if (name == "ffn_norm") return w.ffn_norm;
+                    if (name == "w1") return w.w1;
+                    if (name == "w2") return w.w2;
+                    return w.w3;
+                  }) {}
+
+DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSource& source)
+    : config_(config), dtype_(dtype) {
   const ModelConfig& c = config_;
-  token_embedding_ = DeviceTensor(model.token_embedding, dtype);
+  // One tensor at a time: fetch, check its size, upload, drop the host copy.
+  auto fetch = [&](const char* name, int layer, std::size_t numel) {
+    std::vector<float> values = source(name, layer, numel);
+    if (values.size() != numel) {
+      throw InvalidArgument(std::string("DeviceModel: tensor '") + name + "' of layer " +
+                            std::to_string(layer) + " has " + std::to_string(values.size()) +
+                            " values, expected " + std::to_string(numel));
+    }
+    return values;
+  };
+  auto tensor = [&](const char* name, int layer, std::size_t numel) {
+    return DeviceTensor(fetch(name, layer, numel), dtype);
+  };
+  auto linear = [&](const char* name, int layer, int out, int in) {
+    return dense(fetch(name, layer, std::size_t(out) * std::size_t(in)), out, in, dtype);
+  };
+  const std::size_t d = static_cast<std::size_t>(c.dim);
+  token_embedding_ = tensor("token_embedding", -1, std::size_t(c.vocab_size) * d);
   layers_.resize(static_cast<std::size_t>(c.n_layers));
   for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& w = model.layers.at(static_cast<std::size_t>(l));
-    DeviceLayer& d = layers_[static_cast<std::size_t>(l)];
-    d.attn_norm = DeviceTensor(w.attn_norm, dtype);
-    d.wq = dense(w.wq, c.q_dim(), c.dim, dtype);
-    d.wk = dense(w.wk, c.kv_dim(), c.dim, dtype);
-    d.wv = dense(w.wv, c.kv_dim(), c.dim, dtype);
-    d.wo = dense(w.wo, c.dim, c.q_dim(), dtype);
-    d.ffn_norm = DeviceTensor(w.ffn_norm, dtype);
-    d.w1 = dense(w.w1, c.hidden_dim, c.dim, dtype);
-    d.w2 = dense(w.w2, c.dim, c.hidden_dim, dtype);
-    d.w3 = dense(w.w3, c.hidden_dim, c.dim, dtype);
+    DeviceLayer& w = layers_[static_cast<std::size_t>(l)];
+    w.attn_norm = tensor("attn_norm", l, d);
+    w.wq = linear("wq", l, c.q_dim(), c.dim);
+    w.wk = linear("wk", l, c.kv_dim(), c.dim);
+    w.wv = linear("wv", l, c.kv_dim(), c.dim);
+    w.wo = linear("wo", l, c.dim, c.q_dim());
+    w.ffn_norm = tensor("ffn_norm", l, d);
+    w.w1 = linear("w1", l, c.hidden_dim, c.dim);
+    w.w2 = linear("w2", l, c.dim, c.hidden_dim);
+    w.w3 = linear("w3", l, c.hidden_dim, c.dim);
   }
-  final_norm_ = DeviceTensor(model.final_norm, dtype);
+  final_norm_ = tensor("final_norm", -1, d);
   classifier_ = c.tied_classifier
                     ? std::make_unique<DenseLinear>(token_embedding_, c.vocab_size, c.dim)
-                    : dense(model.classifier, c.vocab_size, c.dim, dtype);
+                    : linear("classifier", -1, c.vocab_size, c.dim);
 }
 
 std::int64_t DeviceModel::weight_bytes() const {

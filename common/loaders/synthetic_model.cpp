@@ -1,6 +1,8 @@
 #include "common/loaders/synthetic_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "common/error.h"
 
@@ -30,15 +32,28 @@ constexpr SyntheticShape kShapes[] = {
 constexpr const char* kPrefix = "synthetic:";
 
 /// Every element i equals synthetic_weight(seed, tensor_id, i, std); one Philox call serves
-/// four consecutive elements (4x faster than calling synthetic_weight per element).
+/// four consecutive elements (4x faster than calling synthetic_weight per element). Large
+/// tensors are drawn by several threads (each element is a pure function of its index), which
+/// matters for the GPU benchmarks' 7B-parameter models.
 std::vector<float> draw(uint64_t seed, uint32_t tensor_id, uint64_t n, float std) {
   std::vector<float> t(n);
-  for (uint64_t block = 0; block * 4 < n; ++block) {
-    const Philox4x32 r = random_bits(seed, block, RngStream::kWeights, tensor_id);
-    for (uint64_t w = 0; w < 4 && block * 4 + w < n; ++w) {
-      t[block * 4 + w] = synthetic_weight_from_bits(r[w], std);
+  const uint64_t blocks = (n + 3) / 4;
+  auto fill = [&](uint64_t first, uint64_t last) {
+    for (uint64_t block = first; block < last; ++block) {
+      const Philox4x32 r = random_bits(seed, block, RngStream::kWeights, tensor_id);
+      for (uint64_t w = 0; w < 4 && block * 4 + w < n; ++w) {
+        t[block * 4 + w] = synthetic_weight_from_bits(r[w], std);
+      }
     }
+  };
+  const uint64_t threads =
+      n < (uint64_t(1) << 22) ? 1 : std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (uint64_t i = 1; i < threads; ++i) {
+    pool.emplace_back(fill, blocks * i / threads, blocks * (i + 1) / threads);
   }
+  fill(0, blocks / threads);
+  for (std::thread& th : pool) th.join();
   return t;
 }
 
@@ -95,32 +110,55 @@ Model make_synthetic_model(const ModelConfig& config, uint64_t seed, int64_t max
                           " MiB; use synthetic_config() for its shapes, or the GPU path that "
                           "generates the weights on the device");
   }
+  auto tensor = [&](const char* name, int layer) { return synthetic_tensor(c, seed, name, layer); };
+  m.token_embedding = tensor("token_embedding", -1);
+  m.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    LayerWeights& w = m.layers[l];
+    w.attn_norm = tensor("attn_norm", l);
+    w.wq = tensor("wq", l);
+    w.wk = tensor("wk", l);
+    w.wv = tensor("wv", l);
+    w.wo = tensor("wo", l);
+    w.ffn_norm = tensor("ffn_norm", l);
+    w.w1 = tensor("w1", l);
+    w.w2 = tensor("w2", l);
+    w.w3 = tensor("w3", l);
+  }
+  m.final_norm = tensor("final_norm", -1);
+  if (!c.tied_classifier) m.classifier = tensor("classifier", -1);
+  m.validate();
+  return m;
+}
+
+std::vector<float> synthetic_tensor(const ModelConfig& c, uint64_t seed, const std::string& name,
+                                    int layer) {
   const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
   const float in_dim = 1.0f / std::sqrt(float(d));  // fan_in = dim: wq, wk, wv, w1, w3, classifier
   const float in_q = 1.0f / std::sqrt(float(q));    // fan_in = q_dim: wo
   const float in_hidden = 1.0f / std::sqrt(float(h));  // fan_in = hidden_dim: w2
-  m.token_embedding = draw(seed, synthetic_tensor_id(SyntheticTensor::kEmbedding), v * d, 1.0f);
-  m.layers.resize(c.n_layers);
-  for (int l = 0; l < c.n_layers; ++l) {
-    LayerWeights& w = m.layers[l];
+  if (layer < 0) {
+    if (name == "token_embedding") {
+      return draw(seed, synthetic_tensor_id(SyntheticTensor::kEmbedding), v * d, 1.0f);
+    }
+    if (name == "final_norm") return std::vector<float>(d, 1.0f);
+    if (name == "classifier") {
+      return draw(seed, synthetic_tensor_id(SyntheticTensor::kClassifier), v * d, in_dim);
+    }
+  } else if (layer < c.n_layers) {
     using T = SyntheticLayerTensor;
-    auto id = [l](T tensor) { return synthetic_tensor_id(l, tensor); };
-    w.attn_norm.assign(d, 1.0f);
-    w.wq = draw(seed, id(T::kWq), q * d, in_dim);
-    w.wk = draw(seed, id(T::kWk), kv * d, in_dim);
-    w.wv = draw(seed, id(T::kWv), kv * d, in_dim);
-    w.wo = draw(seed, id(T::kWo), d * q, in_q);
-    w.ffn_norm.assign(d, 1.0f);
-    w.w1 = draw(seed, id(T::kW1), h * d, in_dim);
-    w.w2 = draw(seed, id(T::kW2), d * h, in_hidden);
-    w.w3 = draw(seed, id(T::kW3), h * d, in_dim);
+    auto id = [layer](T tensor) { return synthetic_tensor_id(layer, tensor); };
+    if (name == "attn_norm" || name == "ffn_norm") return std::vector<float>(d, 1.0f);
+    if (name == "wq") return draw(seed, id(T::kWq), q * d, in_dim);
+    if (name == "wk") return draw(seed, id(T::kWk), kv * d, in_dim);
+    if (name == "wv") return draw(seed, id(T::kWv), kv * d, in_dim);
+    if (name == "wo") return draw(seed, id(T::kWo), d * q, in_q);
+    if (name == "w1") return draw(seed, id(T::kW1), h * d, in_dim);
+    if (name == "w2") return draw(seed, id(T::kW2), d * h, in_hidden);
+    if (name == "w3") return draw(seed, id(T::kW3), h * d, in_dim);
   }
-  m.final_norm.assign(d, 1.0f);
-  if (!c.tied_classifier) {
-    m.classifier = draw(seed, synthetic_tensor_id(SyntheticTensor::kClassifier), v * d, in_dim);
-  }
-  m.validate();
-  return m;
+  throw InvalidArgument("synthetic_tensor: no tensor '" + name + "' in layer " +
+                        std::to_string(layer) + " of " + c.name);
 }
 
 }  // namespace nanoserve

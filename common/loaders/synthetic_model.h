@@ -98,4 +98,12 @@ Model make_synthetic_model(const ModelConfig& config, uint64_t seed,
 Model make_synthetic_model(const std::string& name, uint64_t seed = kDefaultSyntheticSeed,
                            int64_t max_bytes = kSyntheticHostLimitBytes);
 
+/// \brief One tensor of the synthetic model with `config` and `seed`, exactly as
+/// `make_synthetic_model` fills it: `name` is a `LayerWeights` field ("attn_norm", "wq", …,
+/// "w3") for `layer` in [0, n_layers), or "token_embedding", "final_norm", "classifier" for
+/// `layer` -1. No host limit: it is how models too large for `make_synthetic_model` are
+/// uploaded to a GPU tensor by tensor. Throws `InvalidArgument` for an unknown name or layer.
+std::vector<float> synthetic_tensor(const ModelConfig& config, uint64_t seed,
+                                    const std::string& name, int layer);
+
 }  // namespace nanoserve

@@ -1,0 +1,41 @@
+#pragma once
+/// \file
+/// \brief The measurement behind `bench_decode`: decode steps of B sequences through
+/// `ModelRunner` + `PagedKVCache`, timed on the wall clock, and the device-to-device copy
+/// bandwidth that turns the model's weight bytes into a roofline.
+///
+/// Decode at small batch is weight streaming: every step reads all weights once, so
+///
+///     roofline tokens/s = B × copy bandwidth / (weight bytes + KV bytes read per step)
+///
+/// and the ratio measured / roofline says how close the engine gets to the hardware.
+#include <cstdint>
+#include <string>
+
+#include "common/engine/device_model.h"
+
+namespace nanoserve::bench {
+
+/// \brief One batch size's measurement.
+struct DecodeResult {
+  int batch = 0;                 ///< sequences decoded together
+  int context = 0;               ///< positions each sequence holds when timing starts
+  int steps = 0;                 ///< timed decode steps
+  double seconds = 0;            ///< wall time of the timed steps
+  double tokens_per_s = 0;       ///< batch × steps / seconds
+  double ms_per_step = 0;        ///< seconds / steps, in ms
+  double bytes_per_step = 0;     ///< weight bytes + K/V bytes the step's attention reads
+  double roofline_tokens_per_s = 0;  ///< batch × copy bandwidth / bytes_per_step
+};
+
+/// \brief Device-to-device copy bandwidth in GB/s (bytes read + bytes written per second,
+/// as bench_kernels and NVIDIA's bandwidthTest count it), best of several `bytes` copies.
+double copy_bandwidth_gbs(std::size_t bytes);
+
+/// \brief Times `steps` decode steps (after `warmup` untimed ones) of `batch` sequences that
+/// each already hold `context` positions (their K/V are zeros: values do not change the
+/// time), with KV blocks of `block_size` tokens in the model's storage type.
+DecodeResult measure_decode(const engine::DeviceModel& model, int batch, int context, int steps,
+                            int warmup, int block_size, double copy_gbs);
+
+}  // namespace nanoserve::bench
