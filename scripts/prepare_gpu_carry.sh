@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 nvcc=$(bash scripts/find_nvcc.sh)
 [[ -n "$nvcc" ]] || { echo "prepare_gpu_carry: no nvcc here" >&2; exit 1; }
-cmake --preset cuda -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
+cmake --preset cuda -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="80;86;89;90" >/dev/null
 cmake --build --preset cuda -j "$(nproc)"
 
 rm -rf gpu_carry && mkdir -p gpu_carry/bin gpu_carry/data
