@@ -28,4 +28,14 @@ std::vector<std::string> kv_memory_reference_models() {
   return {"llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b"};
 }
 
+int checked_cache_context(const ModelConfig& config, int max_seq_len, const char* cache) {
+  const int len = max_seq_len == 0 ? config.max_seq_len : max_seq_len;
+  if (len < 1 || len > config.max_seq_len) {
+    throw InvalidArgument(std::string(cache) + ": max_seq_len = " + std::to_string(max_seq_len) +
+                          " is outside [1, " + std::to_string(config.max_seq_len) +
+                          "] (the context of model '" + config.name + "')");
+  }
+  return len;
+}
+
 }  // namespace nanoserve::engine

@@ -39,4 +39,9 @@ KvMemoryEstimate estimate_kv_memory(const ModelConfig& config, int bytes_per_ele
 /// and Llama-3-8B, 70B (their published shapes; `synthetic_config` names).
 std::vector<std::string> kv_memory_reference_models();
 
+/// \brief The positions per sequence a KV cache of `config` is made for: `max_seq_len`, or
+/// the model's context when it is 0. Throws `InvalidArgument` naming `cache` (e.g.
+/// "NaiveKVCache") when the result is outside [1, config.max_seq_len].
+int checked_cache_context(const ModelConfig& config, int max_seq_len, const char* cache);
+
 }  // namespace nanoserve::engine

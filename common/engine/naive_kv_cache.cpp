@@ -3,28 +3,17 @@
 #include <algorithm>
 #include <string>
 
+#include "common/engine/kv_memory.h"
 #include "common/error.h"
 #include "kernels/attention.h"
 #include "kernels/kv_append.h"
 
 namespace nanoserve::engine {
 
-namespace {
-int checked_max_seq_len(const ModelConfig& config, int max_seq_len) {
-  const int len = max_seq_len == 0 ? config.max_seq_len : max_seq_len;
-  if (len < 1 || len > config.max_seq_len) {
-    throw InvalidArgument("NaiveKVCache: max_seq_len = " + std::to_string(max_seq_len) +
-                          " is outside [1, " + std::to_string(config.max_seq_len) +
-                          "] (the context of model '" + config.name + "')");
-  }
-  return len;
-}
-}  // namespace
-
 NaiveKVCache::NaiveKVCache(const ModelConfig& config, DType dtype, int max_seq_len, int num_slots)
     : n_heads_(config.n_heads),
       layout_{config.n_layers, config.n_kv_heads, config.head_dim, dtype},
-      slots_(num_slots, checked_max_seq_len(config, max_seq_len),
+      slots_(num_slots, checked_cache_context(config, max_seq_len, "NaiveKVCache"),
              config.kv_bytes_per_token(dtype_bytes(dtype))) {
   // K and V are each half of a position's bytes.
   const std::size_t half = static_cast<std::size_t>(slots_.capacity_bytes() / 2);

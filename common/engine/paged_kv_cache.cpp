@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "common/engine/kv_memory.h"
 #include "common/error.h"
 #include "kernels/block_copy.h"
 #include "kernels/kv_append.h"
@@ -17,16 +18,6 @@ namespace {
 // γ + 1 ≈ 2..9); longer equal-length chunks are prefills and go to the varlen kernel.
 constexpr int kMaxDecodeQueries = 16;
 
-int checked_max_seq_len(const ModelConfig& config, int max_seq_len) {
-  const int len = max_seq_len == 0 ? config.max_seq_len : max_seq_len;
-  if (len < 1 || len > config.max_seq_len) {
-    throw InvalidArgument("PagedKVCache: max_seq_len = " + std::to_string(max_seq_len) +
-                          " is outside [1, " + std::to_string(config.max_seq_len) +
-                          "] (the context of model '" + config.name + "')");
-  }
-  return len;
-}
-
 }  // namespace
 
 PagedKVCache::PagedKVCache(const ModelConfig& config, DType dtype, const KVCacheManager& manager,
@@ -34,7 +25,7 @@ PagedKVCache::PagedKVCache(const ModelConfig& config, DType dtype, const KVCache
     : manager_(manager),
       n_heads_(config.n_heads),
       layout_{config.n_layers, config.n_kv_heads, config.head_dim, dtype},
-      max_seq_len_(checked_max_seq_len(config, max_seq_len)),
+      max_seq_len_(checked_cache_context(config, max_seq_len, "PagedKVCache")),
       num_blocks_(manager.pool().num_blocks()),
       block_size_(manager.block_size()) {
   // Slot ids travel to the kernels as int32 (as in vLLM's kernels); refuse pools beyond that.

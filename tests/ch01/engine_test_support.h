@@ -13,6 +13,8 @@
 #include "common/allclose.h"
 #include "common/engine/device_info.h"
 #include "common/generation/generate.h"
+#include "common/tokenizer/tokenizer.h"
+#include "reference_story.h"
 
 namespace nanoserve::testing {
 
@@ -83,6 +85,20 @@ inline GenerateResult greedy(DecodeBackend& backend, const std::vector<int>& pro
   opt.max_new_tokens = steps;
   opt.sampling.temperature = 0.0f;
   return generate(backend, prompt, opt);
+}
+
+/// \brief Greedy generation from BOS through `backend` (stories260K behind it, with
+/// `tokenizer`) must begin with llama2.c's reference story. Greedy decoding is causal: the
+/// first 80 tokens (~220 characters, more than the quoted reference) are the same whether
+/// run.c goes on to 256 positions or not.
+inline void expect_reference_story(DecodeBackend& backend, const Tokenizer& tokenizer) {
+  GenerateOptions opt;
+  opt.max_new_tokens = 80;
+  opt.sampling.temperature = 0.0f;
+  opt.stop_tokens = {tokenizer.bos_id(), tokenizer.eos_id()};
+  const GenerateResult r = generate(backend, {tokenizer.bos_id()}, opt);
+  const std::string text = tokenizer.decode(r.tokens);
+  EXPECT_EQ(text.rfind(kStories260KReferenceStoryStart, 0), 0u) << "generated:\n" << text;
 }
 
 }  // namespace nanoserve::testing

@@ -120,15 +120,7 @@ TEST(Ch01KernelBackend, Stories260KGreedyReproducesTheReferenceStory) {
   const ModelBundle b = load_model_bundle(path);
   const DeviceModel device(b.model, DType::kF32);
   KernelBackend backend(device, CacheMode::kNaiveCache);
-  GenerateOptions opt;
-  // Greedy decoding is causal: the first 80 tokens (~220 characters, more than the quoted
-  // reference) are the same whether run.c goes on to 256 positions or not.
-  opt.max_new_tokens = 80;
-  opt.sampling.temperature = 0.0f;
-  opt.stop_tokens = {b.tokenizer->bos_id(), b.tokenizer->eos_id()};
-  const GenerateResult r = generate(backend, {b.tokenizer->bos_id()}, opt);
-  const std::string text = b.tokenizer->decode(r.tokens);
-  EXPECT_EQ(text.rfind(testing::kStories260KReferenceStoryStart, 0), 0u) << "generated:\n" << text;
+  testing::expect_reference_story(backend, *b.tokenizer);
 }
 
 TEST(Ch01KernelBackend, AllPositionLogitsMatchTheOracleAcrossChunks) {

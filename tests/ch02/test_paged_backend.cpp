@@ -169,13 +169,7 @@ TEST(Ch02PagedBackendReal, Stories260KGreedyReproducesTheReferenceStory) {
   PagedKVCache cache(b.model.config, DType::kF32, manager);
   ModelRunner runner(device, {64, 1});
   PagedBackend backend(runner, manager, cache, 1);
-  GenerateOptions opt;
-  opt.max_new_tokens = 80;
-  opt.sampling.temperature = 0.0f;
-  opt.stop_tokens = {b.tokenizer->bos_id(), b.tokenizer->eos_id()};
-  const GenerateResult r = generate(backend, {b.tokenizer->bos_id()}, opt);
-  const std::string text = b.tokenizer->decode(r.tokens);
-  EXPECT_EQ(text.rfind(testing::kStories260KReferenceStoryStart, 0), 0u) << "generated:\n" << text;
+  testing::expect_reference_story(backend, *b.tokenizer);
 }
 
 }  // namespace
