@@ -88,7 +88,8 @@ KernelDraft make_kernel_draft(const Model& target, const DraftSpec& spec,
       d.proposer = std::make_unique<spec::NgramProposer>();
       return d;
     case DraftKind::kLayerTruncated: {
-      const Model m = spec::first_layers(target, spec.layers);
+      d.host_model = spec::first_layers(target, spec.layers);
+      const Model& m = d.host_model;
       d.weights = std::string(dtype_name(dtype)) + ", " + std::to_string(spec.layers) + " of " +
                   std::to_string(target.config.n_layers) + " blocks";
       d.model = std::make_unique<SpecPagedModel>(std::make_unique<DeviceModel>(m, dtype),
@@ -100,9 +101,10 @@ KernelDraft make_kernel_draft(const Model& target, const DraftSpec& spec,
       const quant::QuantizedModel q = quant::quantize_model(target, calibration, spec.quant);
       const std::string format =
           spec.quant.scheme.label() + "-" + quant::to_string(spec.quant.method);
+      d.host_model = q.dequantize();
+      d.host_model.config.name = target.config.name + "-" + format;
       d.model = std::make_unique<SpecPagedModel>(
-          quantized_device_model(q, dtype, &d.dequantized), options,
-          target.config.name + "-" + format);
+          quantized_device_model(q, dtype, &d.dequantized), options, d.host_model.config.name);
       d.weight_bytes = q.weight_bytes();
       d.weights = d.dequantized ? std::string(dtype_name(dtype)) + " dequantized from " + format
                                 : format;

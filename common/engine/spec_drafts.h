@@ -61,6 +61,8 @@ struct KernelDraft {
   /// \brief Bytes of the draft's weights in its own format (packed when quantized; 0 for
   /// n-gram): what a bandwidth-bound decode step would stream.
   std::int64_t weight_bytes = 0;
+  /// \brief The fp32 weights the device runs, on the host (for the oracle; empty for n-gram).
+  Model host_model;
   std::unique_ptr<SpecPagedModel> model;      ///< the draft model's backend (null: n-gram)
   std::unique_ptr<spec::Proposer> proposer;   ///< drafts with `model`, or the n-gram lookup
 };

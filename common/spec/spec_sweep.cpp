@@ -141,13 +141,13 @@ std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDra
 std::string format_sweep_table(const std::vector<SweepRow>& rows) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-8s %-20s %5s %6s %8s %6s %8s %8s %8s %8s %7s %10s\n",
+  std::snprintf(line, sizeof line, "%-8s %-24s %5s %6s %8s %6s %8s %8s %8s %8s %7s %10s\n",
                 "case", "draft", "gamma", "alpha", "tok/fwd", "c", "verify_x", "speedup",
                 "predict", "pred_v", "c_bytes", "pred@bytes");
   out += line;
   for (const SweepRow& r : rows) {
     std::snprintf(line, sizeof line,
-                  "%-8s %-20s %5d %6.3f %8.2f %6.3f %8.2f %8.2f %8.2f %8.2f %7.3f %10.2f\n",
+                  "%-8s %-24s %5d %6.3f %8.2f %6.3f %8.2f %8.2f %8.2f %8.2f %7.3f %10.2f\n",
                   r.case_label.c_str(), r.draft.c_str(), r.gamma, r.alpha, r.tokens_per_forward,
                   r.c, r.verify_cost, r.measured_speedup, r.predicted_speedup,
                   r.predicted_with_verify, r.c_bytes, r.predicted_at_bytes);
