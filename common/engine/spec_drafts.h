@@ -38,7 +38,7 @@ enum class DraftKind {
 /// \brief A parsed draft name.
 struct DraftSpec {
   std::string name;               ///< as given: "layers-2", "int4-gptq", "ngram", …
-  DraftKind kind = DraftKind::kNgram;
+  DraftKind kind = DraftKind::kNgram;  ///< which factory branch builds it
   int layers = 0;                 ///< kLayerTruncated: blocks kept
   quant::QuantizeOptions quant;   ///< kQuantized: method and scheme
 };
