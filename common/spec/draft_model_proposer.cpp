@@ -26,7 +26,7 @@ void DraftModelProposer::begin(const std::vector<int>& prompt) {
   reset();
   if (prompt.size() > 1 && int(prompt.size()) <= draft_.max_seq_len()) {
     cached_.assign(prompt.begin(), prompt.end() - 1);
-    draft_.forward_all(cached_, 0);
+    draft_.forward(cached_, 0);  // logits unused: the first propose feeds the last token
   }
 }
 

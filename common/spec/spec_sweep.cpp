@@ -19,9 +19,8 @@ struct Baseline {
   double step_seconds = 0;
 };
 
-Baseline plain_pass(const Model& target, const std::vector<std::vector<int>>& prompts,
+Baseline plain_pass(RollbackBackend& backend, const std::vector<std::vector<int>>& prompts,
                     const GenerateOptions& options) {
-  OracleRollbackBackend backend(target);
   Baseline b;
   double decode = 0;
   int64_t steps = 0;
@@ -62,23 +61,21 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// One table row: `repeats` interleaved plain/speculative passes, so that both see the same
-/// machine load; the timed ratios are medians over the passes (counts never change).
-SweepRow measure(const Model& target, const SweepDraft& draft, const SweepCase& c,
-                 const std::vector<std::vector<int>>& prompts, int gamma, int repeats) {
-  OracleRollbackBackend target_backend(target);
-  std::unique_ptr<OracleRollbackBackend> draft_backend;
-  std::unique_ptr<Proposer> proposer;
-  if (draft.model != nullptr) {
-    draft_backend = std::make_unique<OracleRollbackBackend>(*draft.model);
-    proposer = std::make_unique<DraftModelProposer>(*draft_backend, target.config.vocab_size);
-  } else {
-    proposer = std::make_unique<NgramProposer>();
+}  // namespace
+
+SweepRow measure_sweep_row(RollbackBackend& target, Proposer& proposer, const SweepDraft& draft,
+                           const SweepCase& c, const std::vector<std::vector<int>>& prompts,
+                           int gamma, int repeats) {
+  if (prompts.empty() || repeats < 1) {
+    throw InvalidArgument("measure_sweep_row: needs a prompt and repeats >= 1 (got repeats=" +
+                          std::to_string(repeats) + ")");
   }
   SpecOptions spec_options;
   spec_options.gamma = gamma;
-  SpecDecoder decoder(target_backend, *proposer, spec_options);
+  SpecDecoder decoder(target, proposer, spec_options);
 
+  // `repeats` interleaved plain/speculative passes, so that both see the same machine load;
+  // the timed ratios are medians over the passes (counts never change).
   std::vector<double> speedup, c_ratio, verify;
   SpecStats s;
   for (int rep = 0; rep < repeats; ++rep) {
@@ -108,7 +105,6 @@ SweepRow measure(const Model& target, const SweepDraft& draft, const SweepCase& 
   return row;
 }
 
-}  // namespace
 
 std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDraft>& drafts,
                                  const std::vector<std::vector<int>>& prompts,
@@ -123,7 +119,18 @@ std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDra
   for (const SweepCase& c : cases) {
     for (const SweepDraft& d : drafts) {
       for (int gamma : gammas) {
-        rows.push_back(measure(target, d, c, prompts, gamma, repeats));
+        OracleRollbackBackend target_backend(target);
+        std::unique_ptr<OracleRollbackBackend> draft_backend;
+        std::unique_ptr<Proposer> proposer;
+        if (d.model != nullptr) {
+          draft_backend = std::make_unique<OracleRollbackBackend>(*d.model);
+          proposer = std::make_unique<DraftModelProposer>(*draft_backend,
+                                                          target.config.vocab_size);
+        } else {
+          proposer = std::make_unique<NgramProposer>();
+        }
+        rows.push_back(
+            measure_sweep_row(target_backend, *proposer, d, c, prompts, gamma, repeats));
         if (progress) progress(c.label + " " + d.label + " gamma=" + std::to_string(gamma));
       }
     }
@@ -134,13 +141,13 @@ std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDra
 std::string format_sweep_table(const std::vector<SweepRow>& rows) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-8s %-20s %5s %6s %8s %6s %8s %8s %8s %8s %7s %10s\n",
+  std::snprintf(line, sizeof line, "%-8s %-24s %5s %6s %8s %6s %8s %8s %8s %8s %7s %10s\n",
                 "case", "draft", "gamma", "alpha", "tok/fwd", "c", "verify_x", "speedup",
                 "predict", "pred_v", "c_bytes", "pred@bytes");
   out += line;
   for (const SweepRow& r : rows) {
     std::snprintf(line, sizeof line,
-                  "%-8s %-20s %5d %6.3f %8.2f %6.3f %8.2f %8.2f %8.2f %8.2f %7.3f %10.2f\n",
+                  "%-8s %-24s %5d %6.3f %8.2f %6.3f %8.2f %8.2f %8.2f %8.2f %7.3f %10.2f\n",
                   r.case_label.c_str(), r.draft.c_str(), r.gamma, r.alpha, r.tokens_per_forward,
                   r.c, r.verify_cost, r.measured_speedup, r.predicted_speedup,
                   r.predicted_with_verify, r.c_bytes, r.predicted_at_bytes);

@@ -4,8 +4,9 @@
 /// many tokens a target forward yields, what a draft step costs, and the speedup measured next
 /// to the one Leviathan et al. 2023 predict from α and c (`predicted_speedup`).
 ///
-/// Everything runs through the CPU oracle here, so the times are CPU-oracle times, and two of
-/// the paper's premises do not hold on it:
+/// `measure_sweep_row` measures one row through any `RollbackBackend` (chapter 6's program runs
+/// it through the kernels, engine/spec_drafts.h); `spec_sweep` runs every row through the CPU
+/// oracle, where two of the paper's premises do not hold:
 ///  - a verify over γ+1 positions is not about one step: the oracle is compute- and
 ///    overhead-bound, and Eigen packs the weights for every small multi-row product (measured
 ///    on stories260K: a 2-row forward costs ~4 one-row forwards, a 9-row one ~10), so
@@ -23,6 +24,8 @@
 
 #include "common/generation/generate.h"
 #include "common/model.h"
+#include "common/spec/proposer.h"
+#include "common/spec/rollback_backend.h"
 
 namespace nanoserve::spec {
 
@@ -60,6 +63,15 @@ struct SweepRow {
   double predicted_at_bytes = 0;   ///< `predicted_speedup(alpha, gamma, c_bytes)`
   int64_t generated = 0;           ///< tokens generated over all prompts
 };
+
+/// \brief One row: `repeats` times, plain decoding of every prompt through `target` and then
+/// speculative decoding through `target` with `proposer` (interleaved, so both see the same
+/// machine load); the timed ratios are the medians over the passes. `draft` gives the row's
+/// label and bytes ratio (its `model` is not used). Speedups compare whole requests, prefills
+/// included. Throws `InvalidArgument` for no prompts, repeats < 1 or bad options.
+SweepRow measure_sweep_row(RollbackBackend& target, Proposer& proposer, const SweepDraft& draft,
+                           const SweepCase& c, const std::vector<std::vector<int>>& prompts,
+                           int gamma, int repeats = 1);
 
 /// \brief For every case × draft × γ, runs plain and speculative decoding over `prompts`
 /// alternately `repeats` times, so both see the same machine load, and reports the medians of

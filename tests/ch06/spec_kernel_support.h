@@ -1,0 +1,61 @@
+#pragma once
+/// \file
+/// \brief Shared pieces of the chapter 6 tests that run through the kernels: paged backends
+/// made from a host model, plain greedy decoding through them (the reference), and the
+/// calibration sequences GPTQ/AWQ drafts are fitted on.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/engine/device_model.h"
+#include "common/engine/spec_drafts.h"
+#include "common/engine/spec_paged_model.h"
+#include "common/eval/documents.h"
+#include "common/generation/generate.h"
+#include "common/quant/calibration.h"
+#include "common/tokenizer/tokenizer.h"
+#include "test_support.h"
+
+namespace nanoserve::testing {
+
+/// \brief `model` in fp32 on the device behind its own paged cache of `max_seq_len` positions
+/// (0 = the model's context) with `block_size`-token blocks.
+inline std::unique_ptr<engine::SpecPagedModel> paged_model(const Model& model,
+                                                           int max_seq_len = 0,
+                                                           int block_size = 16) {
+  engine::SpecPagedOptions o;
+  o.max_seq_len = max_seq_len;
+  o.block_size = block_size;
+  return std::make_unique<engine::SpecPagedModel>(
+      std::make_unique<engine::DeviceModel>(model, DType::kF32), o);
+}
+
+/// \brief Plain `generate` through the kernels over paged KV: the reference every
+/// speculative run through the kernels is compared with.
+inline GenerateResult plain_paged_generate(const Model& model, const std::vector<int>& prompt,
+                                           const GenerateOptions& options, int max_seq_len = 0) {
+  auto backend = paged_model(model, max_seq_len);
+  return generate(*backend, prompt, options);
+}
+
+/// \brief A kernel draft named `name` for `target` with a cache of the target's context.
+inline engine::KernelDraft kernel_draft(const Model& target, const std::string& name,
+                                        const std::vector<std::vector<int>>& calibration = {},
+                                        int max_seq_len = 0) {
+  engine::SpecPagedOptions o;
+  o.max_seq_len = max_seq_len;
+  return engine::make_kernel_draft(target, engine::parse_draft_spec(name), calibration,
+                                   DType::kF32, o);
+}
+
+/// \brief Two short calibration sequences (64 tokens) from the text sample's calibration
+/// slice — enough to exercise GPTQ and AWQ; empty when the sample is absent.
+inline std::vector<std::vector<int>> short_calibration(const Tokenizer& tokenizer) {
+  const auto path = data_file("tinystories_valid_sample.txt");
+  if (!path) return {};
+  const std::string text = eval::read_text_file(*path);
+  return quant::calibration_sequences(quant::select_documents(text, {80, 2}), tokenizer, 64);
+}
+
+}  // namespace nanoserve::testing
