@@ -36,7 +36,7 @@ TEST_F(Ch02Scenarios, MultiturnRepliesAreIdenticalAndCachingSkipsWhatItPredicts)
   MultiturnConfig c;
   c.block_size = 4;
   c.num_blocks = 256;
-  c.max_new_tokens = 5;
+  c.max_new_tokens = 3;
   const ChatScript script = three_turn_script();
   const MultiturnRun off = run_multiturn(*device_, *bundle_->tokenizer, script, c, false);
   const MultiturnRun on = run_multiturn(*device_, *bundle_->tokenizer, script, c, true);
@@ -84,11 +84,11 @@ TEST_F(Ch02Scenarios, MultiturnStopsASessionAtTheContextAndSaysSo) {
 
 // A 20-token prompt in blocks of 16: one full block and a partial one holding 4 tokens. Unshared: 3 × 2 blocks. Shared: the 2 blocks once; the first
 // decode step copies the partial block for samples 0 and 1, and sample 2, then its only owner,
-// writes in place: 4 blocks, 2 copies. 20 + 9 fed-back positions stay within 2 blocks.
+// writes in place: 4 blocks, 2 copies. 20 + 5 fed-back positions stay within 2 blocks.
 TEST_F(Ch02Scenarios, ParallelSamplingSharesThePromptAndSamplesTheSameTokens) {
   ParallelSamplingConfig c;
   c.n = 3;
-  c.max_new_tokens = 10;
+  c.max_new_tokens = 6;
   c.block_size = 16;
   c.num_blocks = 32;
   c.temperature = 1.0f;
@@ -108,7 +108,7 @@ TEST_F(Ch02Scenarios, ParallelSamplingSharesThePromptAndSamplesTheSameTokens) {
   EXPECT_EQ(shared.peak_blocks, 4);
   EXPECT_EQ(shared.block_copies, 2);
   EXPECT_EQ(shared.prefill_rows, 20);
-  EXPECT_EQ(shared.decode_steps, 9);
+  EXPECT_EQ(shared.decode_steps, 5);
 }
 
 TEST_F(Ch02Scenarios, ParallelSamplingReportsAFullPoolClearly) {
