@@ -49,7 +49,8 @@ int paged_fit_at_once(const std::vector<engine::RequestShape>& requests, int num
   for (;; ++admitted) {
     Sequence s;
     s.seq_id = admitted;
-    s.token_ids.assign(std::size_t(requests[std::size_t(admitted) % requests.size()].cached_positions()), 0);
+    const engine::RequestShape& r = requests[std::size_t(admitted) % requests.size()];
+    s.token_ids.assign(std::size_t(r.cached_positions()), 0);
     if (!manager.can_allocate(s)) return admitted;
     manager.allocate(s);  // every request takes >= 1 block, so the loop ends
   }

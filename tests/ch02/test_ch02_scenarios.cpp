@@ -82,9 +82,10 @@ TEST_F(Ch02Scenarios, MultiturnStopsASessionAtTheContextAndSaysSo) {
   EXPECT_NE(r.notes[0].find("session 'a' stopped before turn 2"), std::string::npos) << r.notes[0];
 }
 
-// A 20-token prompt in blocks of 16: one full block and a partial one holding 4 tokens. Unshared: 3 × 2 blocks. Shared: the 2 blocks once; the first
-// decode step copies the partial block for samples 0 and 1, and sample 2, then its only owner,
-// writes in place: 4 blocks, 2 copies. 20 + 5 fed-back positions stay within 2 blocks.
+// A 20-token prompt in blocks of 16: one full block and a partial one holding 4 tokens.
+// Unshared: 3 × 2 blocks. Shared: the 2 blocks once; the first decode step copies the partial
+// block for samples 0 and 1, and sample 2, then its only owner, writes in place: 4 blocks,
+// 2 copies. 20 + 5 fed-back positions stay within 2 blocks.
 TEST_F(Ch02Scenarios, ParallelSamplingSharesThePromptAndSamplesTheSameTokens) {
   ParallelSamplingConfig c;
   c.n = 3;
