@@ -59,7 +59,7 @@ PY
 }
 
 target=${1:-all}
-chapters=(ch01)
+chapters=(ch01 ch02)
 if [[ "$target" != all && ! " ${chapters[*]} " =~ " $target " ]]; then
   echo "usage: $0 all|${chapters[*]// /|}" >&2
   exit 2
@@ -71,4 +71,11 @@ if want ch01; then
   model=synthetic:tiny
   if [[ -f "${NANOSERVE_DATA:-/nonexistent}/stories260K.bin" ]]; then model=stories260K.bin; fi
   run_chapter ch01_naive_kv_cache --model "$model" --steps 240 --check
+fi
+
+if want ch02; then
+  # The tour (all three scenarios, small) on the real model when there is one.
+  model=synthetic:tiny
+  if [[ -f "${NANOSERVE_DATA:-/nonexistent}/stories260K.bin" ]]; then model=stories260K.bin; fi
+  run_chapter ch02_paged_kv_cache --model "$model" --tour
 fi
