@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
   app.add_option("--num-requests,-n", a.workload.num_requests, "generator: requests")->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--rate", a.workload.rate, "generator: Poisson arrivals per second (inf = all at t = 0)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str();  // > 0 (inf allowed) is checked with the workload
   app.add_option("--prompt-len", a.workload.prompt_len,
                  "generator: fixed:N | uniform:LO:HI | lognormal:MEDIAN:SIGMA:LO:HI | chat")->capture_default_str();
   app.add_option("--output-len", a.workload.output_len, "generator: max_tokens distribution (same forms)")

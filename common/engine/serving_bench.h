@@ -54,7 +54,10 @@ std::vector<Request> build_workload(const WorkloadOptions& options, const Tokeni
 std::string describe_workload(const WorkloadOptions& options, std::size_t num_requests);
 
 /// \brief Which clock a run uses (see the file comment).
-enum class ClockKind { kWall, kCpu };
+enum class ClockKind {
+  kWall,  ///< the steady clock
+  kCpu,   ///< virtual time advanced by each pass's process CPU time
+};
 /// \brief Parses "wall" / "cpu"; throws `InvalidArgument` otherwise.
 ClockKind parse_clock_kind(const std::string& text);
 
