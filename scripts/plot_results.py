@@ -21,6 +21,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 PLOTTERS = {
     "ch01_naive_kv_cache": ("ch01", "plot_ch01"),
     "ch02_paged_kv_cache": ("ch02", "plot_ch02"),
+    "ch03_static_batching": ("ch03_ch04", "plot_ch03"),
+    "ch04_continuous_batching": ("ch03_ch04", "plot_ch04"),
+    "ch04_continuous_batching sched-bench": ("ch03_ch04", "plot_ch04"),
     "ch06_speculative_decoding": ("ch06", "plot_ch06"),
 }
 

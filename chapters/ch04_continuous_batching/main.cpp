@@ -1,0 +1,272 @@
+// Chapter 4: continuous batching — schedule every iteration, not every batch.
+//
+//   ch04_continuous_batching --num-requests 16 --rate 4 --compare-static 8
+//   ch04_continuous_batching --trace data/traces/chat_poisson.jsonl --num-blocks 24
+//   ch04_continuous_batching sweep-rate --rates 1,2,4,inf
+//   ch04_continuous_batching sched-bench --num-seqs 64,256,512
+//
+// Runs a workload through the iteration-level scheduler (chunked prefill, preemption by
+// recompute, prefix caching) on the model — kernels over paged KV — and reports throughput,
+// TTFT, TPOT/ITL, end-to-end latency percentiles, KV usage over time, preemptions and prefix
+// hits; optionally the same workload under static batching next to it. The sweeps produce the
+// tutorial's plots. README.md is the tutorial that walks through this file.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "chapters/ch04_continuous_batching/serving_runs.h"
+#include "common/engine/device_info.h"
+#include "common/engine/scheduler_bench.h"
+#include "common/error.h"
+#include "common/model_bundle.h"
+#include "common/report.h"
+
+namespace nanoserve::ch04 {
+namespace {
+
+struct Args {
+  std::string model = default_model_spec();
+  engine::WorkloadOptions workload;
+  SchedulerConfig scheduler;
+  bool no_chunked_prefill = false;
+  bool no_prefix_caching = false;
+  int compare_static = 0;
+  std::string clock = "wall";
+  std::string executor = "model";
+  bool tour = false;
+  std::string json;
+  std::vector<std::string> rates = {"1", "2", "4", "8", "inf"};  // sweep-rate
+  std::vector<int> budgets = {16, 64};                          // sweep-chunked
+  std::vector<int> pool_blocks = {64, 32, 16, 12};              // sweep-pool
+  std::vector<int> bench_seqs = {64, 256, 512};                 // sched-bench
+};
+
+// Every request's TTFT and end-to-end latency, for the tutorial's CDF plot.
+nlohmann::json latency_record(const std::string& config, const ServingRun& run) {
+  nlohmann::json ttft = nlohmann::json::array(), e2e = nlohmann::json::array();
+  for (const Request& r : run.requests) {
+    const RequestLatency l = request_latency(r);
+    if (l.ttft_s >= 0) ttft.push_back(l.ttft_s);
+    if (l.e2e_s >= 0) e2e.push_back(l.e2e_s);
+  }
+  return {{"table", "latency_cdf"}, {"config", config}, {"ttft_s", ttft}, {"e2e_s", e2e}};
+}
+
+void print_kv_timeline(const ServingRun& run, int every_n_lines) {
+  if (run.steps.empty()) return;
+  std::printf("\n== KV usage over time (%d blocks) ==\n  %9s %6s %8s %8s %9s %7s\n",
+              run.num_kv_blocks, "time ms", "step", "running", "waiting", "KV used", "rows");
+  const std::size_t every = std::max<std::size_t>(1, run.steps.size() / std::size_t(every_n_lines));
+  for (std::size_t i = 0; i < run.steps.size(); i += every) {
+    const StepSample& s = run.steps[i];
+    std::printf("  %9.0f %6zu %8d %8d %8.0f%% %7d\n", 1e3 * (s.time_s - run.start_s), i,
+                s.num_running, s.num_waiting, 100.0 * s.kv_blocks_used / run.num_kv_blocks,
+                s.num_batched_tokens);
+  }
+}
+
+int run_sched_bench(const Args& a) {
+  nlohmann::json report = make_report("ch04_continuous_batching sched-bench", "host", "host CPU");
+  std::printf("== scheduler host cost: schedule() + update() with N running sequences decoding "
+              "(no model; host CPU) ==\n  %6s %8s %12s %12s %10s\n", "seqs", "steps",
+              "schedule us", "update us", "ns/seq");
+  for (int n : a.bench_seqs) {
+    SchedulerBenchOptions o;
+    o.num_seqs = n;
+    o.decode_steps = a.tour ? 16 : 64;
+    const SchedulerBenchResult r = bench_scheduler(o);
+    std::printf("  %6d %8lld %12.1f %12.1f %10.0f\n", r.num_seqs, r.steps, r.schedule_us,
+                r.update_us, r.ns_per_seq());
+    report["records"].push_back({{"table", "sched_bench"}, {"num_seqs", r.num_seqs},
+                                 {"steps", r.steps}, {"schedule_us", r.schedule_us},
+                                 {"update_us", r.update_us}, {"ns_per_seq", r.ns_per_seq()}});
+  }
+  if (!a.json.empty()) write_json(a.json, report);
+  return 0;
+}
+
+int run(const Args& a, const std::string& sweep) {
+  const ModelBundle b = load_model_bundle(a.model);
+  const ModelConfig& c = b.model.config;
+  const std::string device = engine::device_name();  // first: a missing GPU is one clear error
+  const engine::DeviceModel dm(b.model, DType::kF32);
+  const std::string model_name = c.name.substr(c.name.find_last_of('/') + 1);
+
+  RunSetup s;
+  s.model = &dm;
+  s.executor = a.executor == "cost-model" ? ExecutorKind::kCostModel : ExecutorKind::kModel;
+  s.clock = engine::parse_clock_kind(a.clock);
+  s.vocab_size = c.vocab_size;
+  s.scheduler = a.scheduler;
+  s.scheduler.max_model_len = std::min(a.scheduler.max_model_len, c.max_seq_len);
+  s.scheduler.enable_chunked_prefill = !a.no_chunked_prefill;
+  s.scheduler.enable_prefix_caching = !a.no_prefix_caching;
+  if (a.no_chunked_prefill) {  // rule 3 of the scheduler: a whole prompt must fit one step
+    s.scheduler.max_num_batched_tokens =
+        std::max(s.scheduler.max_num_batched_tokens, s.scheduler.max_model_len);
+  }
+  s.scheduler.validate();
+  s.batcher.batch_size = std::max(1, a.compare_static);
+  s.batcher.max_model_len = s.scheduler.max_model_len;
+  s.batcher.num_kv_blocks = s.scheduler.num_kv_blocks;
+  s.batcher.block_size = s.scheduler.block_size;
+
+  std::printf("ch04_continuous_batching: iteration-level scheduling, chunked prefill, preemption\n");
+  std::printf("  model     %s (dim %d, %d layers, context %d)%s\n", model_name.c_str(), c.dim,
+              c.n_layers, c.max_seq_len,
+              b.format == ModelFormat::kSynthetic ? " — synthetic: random weights" : "");
+  std::printf("  device    %s [%s backend], fp32\n  executor  %s\n", device.c_str(),
+              engine::kernel_backend(), describe(s).c_str());
+  const SchedulerConfig& sc = s.scheduler;
+  std::printf("  scheduler max_num_seqs %d, max_num_batched_tokens %d, chunked prefill %s, "
+              "prefix caching %s,\n            KV pool %d blocks of %d, max_model_len %d\n",
+              sc.max_num_seqs, sc.max_num_batched_tokens, sc.enable_chunked_prefill ? "on" : "off",
+              sc.enable_prefix_caching ? "on" : "off", sc.num_kv_blocks, sc.block_size,
+              sc.max_model_len);
+
+  nlohmann::json report = make_report("ch04_continuous_batching", engine::kernel_backend(), device);
+  report["clock"] = a.clock;
+  report["executor"] = a.executor;
+  report["model"] = model_name;
+  nlohmann::json& records = report["records"];
+  const std::vector<Request> requests = engine::build_workload(a.workload, *b.tokenizer, c.vocab_size);
+  std::printf("  workload  %s\n",
+              engine::describe_workload(a.workload, requests.size()).c_str());
+
+  if (sweep == "sweep-rate") {
+    if (!a.workload.trace.empty()) {
+      throw InvalidArgument("sweep-rate regenerates the workload at each rate: use the generator "
+                            "flags, not --trace");
+    }
+    std::vector<double> rates;
+    for (const std::string& r : a.rates) {
+      rates.push_back(r == "inf" ? std::numeric_limits<double>::infinity() : std::stod(r));
+    }
+    sweep_rate(s, a.workload, *b.tokenizer, rates, records);
+  } else if (sweep == "sweep-chunked") {
+    sweep_chunked(s, requests, a.budgets, records);
+  } else if (sweep == "sweep-pool") {
+    sweep_pool(s, requests, a.pool_blocks, records);
+  } else {
+    std::vector<std::pair<std::string, ServingMetrics>> rows;
+    const ServingRun run = run_continuous_on(s, requests);
+    rows.emplace_back("continuous", compute_metrics(run));
+    records.push_back(metrics_record("continuous", rows.back().second));
+    records.back()["table"] = "serving";
+    records.push_back({{"table", "kv_timeline"}, {"config", "continuous"}, {"points", kv_timeline(run)}});
+    records.push_back(latency_record("continuous", run));
+    if (a.compare_static > 0) {
+      const ServingRun st = run_static_on(s, requests);
+      rows.emplace_back("static b=" + std::to_string(a.compare_static), compute_metrics(st));
+      records.push_back(metrics_record(rows.back().first, rows.back().second));
+      records.back()["table"] = "serving";
+      records.push_back({{"table", "kv_timeline"}, {"config", rows.back().first}, {"points", kv_timeline(st)}});
+      records.push_back(latency_record(rows.back().first, st));
+    }
+    std::printf("\n== serving metrics (%s; CPU-simulator timings show the trend, not GPU speed) ==\n",
+                describe(s).c_str());
+    engine::print_metrics_table(rows);
+    const ServingMetrics& m = rows.front().second;
+    std::printf("  continuous: %lld passes, %.1f rows per pass, KV peak %d of %d blocks (mean "
+                "%.0f%%), %lld preemptions, prefix cache %lld/%lld blocks hit, %lld prompt "
+                "tokens skipped\n", m.num_steps, m.mean_batch_tokens, m.kv_blocks_peak,
+                m.kv_blocks, 100 * m.kv_usage_mean, m.num_preemptions, m.prefix_hits,
+                m.prefix_queries, m.prefill_tokens_skipped);
+    print_kv_timeline(run, a.tour ? 8 : 16);
+  }
+  if (!a.json.empty()) write_json(a.json, report);
+  return 0;
+}
+
+}  // namespace
+}  // namespace nanoserve::ch04
+
+int main(int argc, char** argv) {
+  using nanoserve::ch04::Args;
+  Args a;
+  a.scheduler.max_num_seqs = 16;
+  a.scheduler.max_num_batched_tokens = 64;
+  a.scheduler.num_kv_blocks = 256;
+  a.workload.output_len = "lognormal:16:1:4:96";
+  CLI::App app{"Chapter 4: continuous batching (see chapters/ch04_continuous_batching/README.md)"};
+  app.fallthrough();  // workload and scheduler flags also apply after a sweep's name
+  app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
+  app.add_option("--trace", a.workload.trace, "JSONL workload (data/traces/*.jsonl) instead of the generator")
+      ->check(CLI::ExistingFile);
+  app.add_option("--num-requests,-n", a.workload.num_requests, "generator: requests")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--rate", a.workload.rate, "generator: Poisson arrivals per second (inf = all at t = 0)")
+      ->capture_default_str();  // > 0 (inf allowed) is checked with the workload
+  app.add_option("--prompt-len", a.workload.prompt_len,
+                 "generator: fixed:N | uniform:LO:HI | lognormal:MEDIAN:SIGMA:LO:HI | chat")->capture_default_str();
+  app.add_option("--output-len", a.workload.output_len, "generator: max_tokens distribution (same forms)")
+      ->capture_default_str();
+  app.add_option("--seed,-s", a.workload.seed, "generator seed (also keys each request's sampling)")->capture_default_str();
+  app.add_option("--temperature,-t", a.workload.temperature, "sampling of every request (0 = greedy)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--max-num-seqs", a.scheduler.max_num_seqs, "most running requests")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-num-batched-tokens", a.scheduler.max_num_batched_tokens, "token budget per step")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-model-len", a.scheduler.max_model_len, "most tokens per request (cut to the model's context)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_flag("--no-chunked-prefill", a.no_chunked_prefill, "admit a prompt only when all of it fits one step");
+  app.add_flag("--no-prefix-caching", a.no_prefix_caching, "do not reuse cached prompt blocks");
+  app.add_option("--num-blocks", a.scheduler.num_kv_blocks, "KV pool size in blocks (shrink it to force preemption)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--block-size", a.scheduler.block_size, "tokens per KV block")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--compare-static", a.compare_static, "also run static batching with this batch size (0 = no)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--clock", a.clock, "wall or cpu (per-pass CPU time, idle gaps skipped)")->capture_default_str()
+      ->check(CLI::IsMember({"wall", "cpu"}));
+  app.add_option("--executor", a.executor, "model, or cost-model (virtual time, a GPU-like cost shape)")
+      ->capture_default_str()->check(CLI::IsMember({"model", "cost-model"}));
+  app.add_option("--json", a.json, "also write every table as JSON records to this path");
+  app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: 8 requests, static batching alongside");
+  CLI::App* rate = app.add_subcommand("sweep-rate", "static vs continuous throughput and latency per request rate");
+  rate->add_option("--rates", a.rates, "arrival rates (per second; inf = offline)")->capture_default_str()->delimiter(',');
+  CLI::App* chunked = app.add_subcommand("sweep-chunked", "chunked prefill on/off: TTFT and inter-token latency");
+  chunked->add_option("--budgets", a.budgets, "token budgets with chunking")->capture_default_str()->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  CLI::App* pool = app.add_subcommand("sweep-pool", "preemptions as the KV pool shrinks");
+  pool->add_option("--pool-blocks", a.pool_blocks, "pool sizes in blocks")->capture_default_str()->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  CLI::App* bench = app.add_subcommand("sched-bench", "host µs per schedule() with hundreds of running sequences");
+  bench->add_option("--num-seqs", a.bench_seqs, "running sequences")->capture_default_str()->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.require_subcommand(0, 1);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (const std::string& r : a.rates) {
+      if (r != "inf" && !(std::strtod(r.c_str(), nullptr) > 0)) {
+        throw nanoserve::InvalidArgument("--rates: '" + r + "' is not a positive number or inf");
+      }
+    }
+    if (a.tour) {
+      a.workload.num_requests = std::min(a.workload.num_requests, 8);
+      if (app.count("--output-len") == 0) a.workload.output_len = "lognormal:8:1:2:24";
+      if (app.count("--prompt-len") == 0) a.workload.prompt_len = "uniform:4:48";
+      if (app.count("--compare-static") == 0) a.compare_static = 4;
+      if (app.count("--clock") == 0) a.clock = "cpu";
+      if (app.count("--max-num-batched-tokens") == 0) a.scheduler.max_num_batched_tokens = 32;
+    }
+    if (bench->parsed()) return nanoserve::ch04::run_sched_bench(a);
+    const std::string sweep = rate->parsed() ? "sweep-rate" : chunked->parsed() ? "sweep-chunked"
+                              : pool->parsed() ? "sweep-pool" : "";
+    return nanoserve::ch04::run(a, sweep);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ch04_continuous_batching: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,58 @@
+#pragma once
+/// \file
+/// \brief The runs chapter 4's program makes: one workload through continuous batching (and,
+/// to compare, static batching) on the model or on a cost model, and the sweeps behind the
+/// tutorial's plots — request rate, chunked prefill on/off, KV pool size.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/engine/device_model.h"
+#include "common/engine/scheduler.h"
+#include "common/engine/serving_bench.h"
+#include "common/engine/static_batcher.h"
+
+namespace nanoserve::ch04 {
+
+/// \brief What runs the forward passes.
+enum class ExecutorKind {
+  kModel,      ///< the model through the kernels (ModelExecutor), timed by the chosen clock
+  kCostModel,  ///< the FakeExecutor in virtual time: step_s + row_s · rows (a GPU-like shape)
+};
+
+/// \brief Everything a run needs besides its workload.
+struct RunSetup {
+  const engine::DeviceModel* model = nullptr;  ///< used by kModel
+  ExecutorKind executor = ExecutorKind::kModel;  ///< model or cost model
+  engine::ClockKind clock = engine::ClockKind::kWall;  ///< for kModel
+  SchedulerConfig scheduler;   ///< continuous batching
+  StaticBatchConfig batcher;   ///< static batching (same pool and context)
+  int vocab_size = 0;          ///< for the cost model's fake tokens
+};
+
+/// \brief `requests` under continuous batching.
+ServingRun run_continuous_on(const RunSetup& setup, const std::vector<Request>& requests);
+/// \brief `requests` under static batching (wasted rows computed on the model).
+ServingRun run_static_on(const RunSetup& setup, const std::vector<Request>& requests);
+
+/// \brief "model" or "cost-model (10 ms/step + 0.2 ms/row, virtual time)".
+std::string describe(const RunSetup& setup);
+
+/// \brief Throughput and latency of static (batch size `setup.batcher.batch_size`) and
+/// continuous batching at each rate of `rates` (the workload regenerated per rate with the
+/// same seed). Prints a table; appends records with table "rate_sweep".
+void sweep_rate(const RunSetup& setup, engine::WorkloadOptions workload, const Tokenizer& tok,
+                const std::vector<double>& rates, nlohmann::json& records);
+/// \brief Chunked prefill on and off (token budget `budget` when on) on the same workload:
+/// TTFT, ITL and TPOT. Appends records with table "chunked".
+void sweep_chunked(const RunSetup& setup, const std::vector<Request>& requests,
+                   const std::vector<int>& budgets, nlohmann::json& records);
+/// \brief Preemptions, throughput and latency as the KV pool shrinks to each of `blocks`.
+/// Appends records with table "pool".
+void sweep_pool(const RunSetup& setup, const std::vector<Request>& requests,
+                const std::vector<int>& blocks, nlohmann::json& records);
+
+}  // namespace nanoserve::ch04

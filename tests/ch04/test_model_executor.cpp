@@ -1,0 +1,132 @@
+// The real model under continuous batching (ModelExecutor over ModelRunner + PagedKVCache):
+// every request's tokens equal its solo run through chapter 1's KernelBackend — greedy and
+// seeded sampling, with chunked prefill, prefix-cache hits and preemptions forced by a tiny
+// KV pool — and requests that can never fit are rejected with a reason while the rest run.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ch01/engine_test_support.h"
+#include "ch04/model_test_support.h"
+#include "common/engine/model_executor.h"
+#include "common/engine/serving_loop.h"
+#include "common/error.h"
+#include "common/model_bundle.h"
+#include "test_support.h"
+
+namespace nanoserve::engine {
+namespace {
+
+using nanoserve::testing::expect_solo_tokens;
+using nanoserve::testing::model_workload;
+using nanoserve::testing::solo_tokens;
+
+constexpr int kMaxModelLen = 64;
+
+SchedulerConfig tiny_pool_config(bool chunked, int num_blocks) {
+  SchedulerConfig c;
+  c.max_num_seqs = 4;
+  c.max_num_batched_tokens = chunked ? 12 : kMaxModelLen;  // 12 < most prompts: chunks
+  c.max_model_len = kMaxModelLen;
+  c.enable_chunked_prefill = chunked;
+  c.num_kv_blocks = num_blocks;
+  c.block_size = 4;
+  c.enable_prefix_caching = true;
+  return c;
+}
+
+class Ch04ModelExecutor : public ::testing::Test {
+ protected:
+  void load(const std::string& spec) {
+    model_ = load_model_bundle(spec).model;
+    device_ = std::make_unique<DeviceModel>(model_, DType::kF32);
+  }
+  // Continuous batching of `requests` under `config`; checks the solo tokens and returns the
+  // preemptions.
+  long long check_continuous(const std::vector<Request>& requests,
+                             const std::vector<std::vector<int>>& solo,
+                             const SchedulerConfig& config, const std::string& what) {
+    ModelExecutor executor(*device_, executor_options_for(config));
+    SimulatedClock clock;
+    const ServingRun run = run_continuous(requests, config, executor, clock);
+    expect_solo_tokens(run, solo, what);
+    EXPECT_EQ(executor.num_passes(), static_cast<long long>(run.steps.size()))
+        << what << ": a step sized to the scheduler's budget is exactly one forward pass";
+    return run.num_preemptions;
+  }
+  Model model_;
+  std::unique_ptr<DeviceModel> device_;
+};
+
+TEST_F(Ch04ModelExecutor, EveryRequestGetsItsSoloTokensWithChunkingAndPreemption) {
+  NANOSERVE_REQUIRE_DEVICE();
+  load("synthetic:tiny");
+  // Few requests and short outputs: the simulator runs every row of every layer on the CPU.
+  const std::vector<Request> requests = model_workload(3, 5, model_.config.vocab_size, 36, 8);
+  const std::vector<std::vector<int>> solo = solo_tokens(*device_, requests, kMaxModelLen);
+  // 10 blocks of 4 tokens: one request of 36 + 8 tokens fits, four at once do not.
+  long long preemptions = 0;
+  for (bool chunked : {true, false}) {
+    preemptions += check_continuous(requests, solo, tiny_pool_config(chunked, 10),
+                                    chunked ? "chunked, 10 blocks" : "unchunked, 10 blocks");
+  }
+  EXPECT_GT(preemptions, 0) << "the 10-block pool should force preemptions";
+  EXPECT_EQ(check_continuous(requests, solo, tiny_pool_config(true, 256), "chunked, 256 blocks"),
+            0);
+}
+
+TEST_F(Ch04ModelExecutor, StoriesRequestsGetTheirSoloTokensUnderContinuousBatching) {
+  NANOSERVE_REQUIRE_DEVICE();
+  NANOSERVE_REQUIRE_DATA(path, "stories260K.bin");
+  load(path);
+  const std::vector<Request> requests = model_workload(5, 4, model_.config.vocab_size, 24, 8);
+  const std::vector<std::vector<int>> solo = solo_tokens(*device_, requests, kMaxModelLen);
+  check_continuous(requests, solo, tiny_pool_config(true, 10), "stories260K");
+}
+
+TEST_F(Ch04ModelExecutor, RequestsThatCanNeverFitAreRejectedWithAReason) {
+  NANOSERVE_REQUIRE_DEVICE();
+  load("synthetic:tiny");
+  SchedulerConfig config = tiny_pool_config(true, 6);  // 24 slots
+  std::vector<Request> requests;
+  requests.push_back(make_request(0, std::vector<int>(70, 5), 4));  // > max_model_len 64
+  requests.push_back(make_request(1, std::vector<int>(30, 5), 4));  // 8 blocks > the pool
+  requests.push_back(make_request(2, {1, 7, 9}, 4, SamplingParams{0.0f}));  // fits
+  ModelExecutor executor(*device_, executor_options_for(config));
+  SimulatedClock clock;
+  const ServingRun run = run_continuous(requests, config, executor, clock);
+  ASSERT_EQ(run.requests.size(), 3u);
+  EXPECT_EQ(run.requests[0].finish_reason, FinishReason::kRejected);
+  EXPECT_NE(run.requests[0].finish_detail.find("longer than the context"), std::string::npos)
+      << run.requests[0].finish_detail;
+  EXPECT_EQ(run.requests[1].finish_reason, FinishReason::kRejected);
+  EXPECT_NE(run.requests[1].finish_detail.find("whole pool has 6"), std::string::npos)
+      << run.requests[1].finish_detail;
+  EXPECT_EQ(run.requests[2].finish_reason, FinishReason::kLength);
+  EXPECT_EQ(run.requests[2].num_output_tokens(), 4);
+}
+
+TEST_F(Ch04ModelExecutor, RefusesToRunWithoutAManagerAndAContextBeyondTheModel) {
+  NANOSERVE_REQUIRE_DEVICE();
+  load("synthetic:tiny");
+  ModelExecutor executor(*device_, {});
+  KVCacheManager kv(8, 4, false);
+  Request r = make_request(0, {1, 2, 3}, 2);
+  kv.allocate(r.seq);
+  SchedulerOutput out;
+  out.add(r, kv.block_table(0), 0, 3);
+  EXPECT_THROW(executor.execute(out), std::logic_error);
+  {
+    const ScopedKVAttachment attached(executor, kv);
+    EXPECT_EQ(executor.execute(out).size(), 1u);
+  }
+  EXPECT_THROW(executor.execute(out), std::logic_error) << "detached at the end of the scope";
+  ModelExecutorOptions too_long;
+  too_long.max_seq_len = model_.config.max_seq_len + 1;
+  EXPECT_THROW(ModelExecutor(*device_, too_long), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace nanoserve::engine
