@@ -37,6 +37,18 @@ std::unique_ptr<DeviceLinear> dense(const std::vector<float>& w, int out, int in
   return std::make_unique<DenseLinear>(DeviceTensor(w, dtype), out, in);
 }
 
+/// The host weights of the linear `name` ("wq" … "w3") of a block.
+const std::vector<float>& layer_linear(const LayerWeights& w, const std::string& name) {
+  if (name == "wq") return w.wq;
+  if (name == "wk") return w.wk;
+  if (name == "wv") return w.wv;
+  if (name == "wo") return w.wo;
+  if (name == "w1") return w.w1;
+  if (name == "w2") return w.w2;
+  if (name == "w3") return w.w3;
+  throw InvalidArgument("DeviceModel: no linear layer named '" + name + "'");
+}
+
 std::vector<float> rounded(const std::vector<float>& v, DType dtype) {
   return dispatch_dtype(dtype, [&](auto tag) { return decode<decltype(tag)>(encode<decltype(tag)>(v)); });
 }
@@ -90,22 +102,43 @@ void DenseLinear::apply(const float* x, float* y, int rows, cudaStream_t stream,
 // ---------------------------------------------------------------------------------------------
 // DeviceModel
 
-DeviceModel::DeviceModel(const Model& model, DType dtype) : config_(model.config), dtype_(dtype) {
+DeviceModel::DeviceModel(const Model& model, DType dtype)
+    : DeviceModel(model, dtype,
+                  [&model, dtype](int layer, const std::string& name, int out, int in) {
+                    return dense(layer_linear(model.layers.at(static_cast<std::size_t>(layer)), name),
+                                 out, in, dtype);
+                  }) {}
+
+DeviceModel::DeviceModel(const Model& model, DType dtype, const LinearFactory& make_linear)
+    : config_(model.config), dtype_(dtype) {
   const ModelConfig& c = config_;
+  // Every linear comes from the factory, checked against the config, so a wrong shape is one
+  // clear error here and never an out-of-bounds read in a kernel.
+  auto make = [&](int l, const char* name, int out, int in) {
+    std::unique_ptr<DeviceLinear> lin = make_linear(l, name, out, in);
+    if (!lin || lin->out_features() != out || lin->in_features() != in) {
+      throw InvalidArgument("DeviceModel: layer " + std::to_string(l) + " " + name + " is " +
+                            (lin ? "(" + std::to_string(lin->out_features()) + ", " +
+                                       std::to_string(lin->in_features()) + ")"
+                                 : std::string("missing")) +
+                            ", expected (" + std::to_string(out) + ", " + std::to_string(in) + ")");
+    }
+    return lin;
+  };
   token_embedding_ = DeviceTensor(model.token_embedding, dtype);
   layers_.resize(static_cast<std::size_t>(c.n_layers));
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& w = model.layers.at(static_cast<std::size_t>(l));
     DeviceLayer& d = layers_[static_cast<std::size_t>(l)];
     d.attn_norm = DeviceTensor(w.attn_norm, dtype);
-    d.wq = dense(w.wq, c.q_dim(), c.dim, dtype);
-    d.wk = dense(w.wk, c.kv_dim(), c.dim, dtype);
-    d.wv = dense(w.wv, c.kv_dim(), c.dim, dtype);
-    d.wo = dense(w.wo, c.dim, c.q_dim(), dtype);
+    d.wq = make(l, "wq", c.q_dim(), c.dim);
+    d.wk = make(l, "wk", c.kv_dim(), c.dim);
+    d.wv = make(l, "wv", c.kv_dim(), c.dim);
+    d.wo = make(l, "wo", c.dim, c.q_dim());
     d.ffn_norm = DeviceTensor(w.ffn_norm, dtype);
-    d.w1 = dense(w.w1, c.hidden_dim, c.dim, dtype);
-    d.w2 = dense(w.w2, c.dim, c.hidden_dim, dtype);
-    d.w3 = dense(w.w3, c.hidden_dim, c.dim, dtype);
+    d.w1 = make(l, "w1", c.hidden_dim, c.dim);
+    d.w2 = make(l, "w2", c.dim, c.hidden_dim);
+    d.w3 = make(l, "w3", c.hidden_dim, c.dim);
   }
   final_norm_ = DeviceTensor(model.final_norm, dtype);
   classifier_ = c.tied_classifier
@@ -121,6 +154,7 @@ std::int64_t DeviceModel::weight_bytes() const {
   };
   auto add_linear = [&](const DeviceLinear& lin) {
     for (const DeviceTensor* t : lin.tensors()) add(*t);
+    total += lin.own_bytes();
   };
   add(token_embedding_);
   for (const DeviceLayer& d : layers_) {
@@ -134,6 +168,17 @@ std::int64_t DeviceModel::weight_bytes() const {
   add(final_norm_);
   add_linear(*classifier_);
   return total;
+}
+
+std::string DeviceModel::weight_format() const {
+  const std::string storage = dtype_name(dtype_);
+  for (const DeviceLayer& d : layers_) {
+    for (const auto* lin : {d.wq.get(), d.wk.get(), d.wv.get(), d.wo.get(), d.w1.get(),
+                            d.w2.get(), d.w3.get()}) {
+      if (lin->format() != storage) return lin->format() + " + " + storage;
+    }
+  }
+  return storage;
 }
 
 Model round_weights(const Model& model, DType dtype) {

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +78,9 @@ class DeviceLinear {
   virtual int in_features() const = 0;
   /// \brief The device tensors holding W (for byte accounting; shared ones counted once).
   virtual std::vector<const DeviceTensor*> tensors() const = 0;
+  /// \brief Device bytes the layer holds outside `tensors()`, never shared with another layer
+  /// (a quantized layer's packed codes, scales and zero points).
+  virtual std::int64_t own_bytes() const { return 0; }
   /// \brief A short description of the weight format, e.g. "fp16".
   virtual std::string format() const = 0;
 };
@@ -118,12 +122,24 @@ struct DeviceLayer {
   std::unique_ptr<DeviceLinear> w3;     ///< (hidden_dim, dim) up
 };
 
+/// \brief Makes the device form of one linear layer of block `layer`: `name` is its
+/// `LayerWeights` member ("wq", "wk", "wv", "wo", "w1", "w2" or "w3"), W is
+/// (`out_features`, `in_features`).
+using LinearFactory = std::function<std::unique_ptr<DeviceLinear>(
+    int layer, const std::string& name, int out_features, int in_features)>;
+
 /// \brief A whole decoder's weights on the device, in one storage type.
 class DeviceModel {
  public:
   /// \brief Uploads every tensor of `model` (which must have passed `Model::validate()`),
   /// rounded to `dtype`. Throws `CudaError` when device memory runs out.
   DeviceModel(const Model& model, DType dtype);
+  /// \brief Uploads the embedding, norms and classifier of `model` rounded to `dtype`, and
+  /// takes every block's seven linear layers from `make_linear` — how chapter 5 puts quantized
+  /// linears in (engine/quantized_device_model.h). The model's linear weight vectors are not
+  /// read (a quantized model's fp32 base has none). Throws `InvalidArgument` when a made layer
+  /// is null or its shape is not the config's.
+  DeviceModel(const Model& model, DType dtype, const LinearFactory& make_linear);
 
   /// \brief Shapes and hyper-parameters (a copy of the host model's).
   const ModelConfig& config() const { return config_; }
@@ -141,6 +157,10 @@ class DeviceModel {
   const DeviceLinear& classifier() const { return *classifier_; }
   /// \brief Device bytes of all weights, each device allocation counted once.
   std::int64_t weight_bytes() const;
+  /// \brief What the weights are stored as: the storage type ("fp16") when every linear layer
+  /// uses it, else the linears' format and the storage type of the rest
+  /// ("int4-g128-sym + fp32").
+  std::string weight_format() const;
 
  private:
   ModelConfig config_;
