@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 
 def device_label(report):
@@ -117,9 +118,109 @@ def ch01_results_table(report):
               f"{report.get('date', '?')}."]
     return "\n".join(lines) + "\n"
 
+# ------------------------------------------------------------------------------------------------
+# chapter 5
+
+CH05_STYLES = {  # method -> (marker, label)
+    "fp32": ("s", "fp32 / fp16 (dense)"),
+    "fp16": ("s", None),
+    "rtn": ("o", "RTN"),
+    "gptq": ("^", "GPTQ"),
+    "gptq+act": ("v", "GPTQ act-order"),
+    "awq": ("D", "AWQ"),
+}
+
+
+def ch05_method(r):
+    return "gptq+act" if r["method"] == "gptq" and r.get("act_order") else r["method"]
+
+
+def pareto_front(points):
+    """The points no other point beats on both axes (fewer bits and lower y), sorted by x."""
+    front, best = [], float("inf")
+    for x, y in sorted(points):
+        if y < best:
+            front.append((x, y))
+            best = y
+    return front
+
+
+def plot_ch05(report, out_dir, tables_dir):
+    results = records(report, "results")
+    models = list(dict.fromkeys(r["model"] for r in results))
+    for metric, ylabel, name, log in (
+            ("perplexity", "perplexity on the evaluation slice (lower is better)", "ch05_pareto.png", False),
+            ("kl", "mean KL(fp32 ‖ quantized), nats (lower is better)", "ch05_kl.png", True)):
+        rows_with = [r for r in results if r.get(metric) is not None and (metric != "kl" or r["kl"] > 0)]
+        if not rows_with:
+            continue
+        fig, axes = plt.subplots(1, len(models), figsize=(6.2 * len(models), 4.6), squeeze=False)
+        for ax, model in zip(axes[0], models):
+            rows = [r for r in rows_with if r["model"] == model]
+            for method, (marker, label) in CH05_STYLES.items():
+                pts = [r for r in rows if ch05_method(r) == method]
+                if not pts:
+                    continue
+                ax.scatter([r["bits_per_weight"] for r in pts], [r[metric] for r in pts],
+                           marker=marker, s=36, label=label, zorder=3,
+                           color="black" if method in ("fp32", "fp16") else None)
+                for r in pts:
+                    if method in ("rtn", "fp32", "fp16"):  # one label per format is enough
+                        ax.annotate(r["format"].replace("-sym", ""), (r["bits_per_weight"], r[metric]),
+                                    textcoords="offset points", xytext=(4, 4), fontsize=7)
+            front = pareto_front([(r["bits_per_weight"], r[metric]) for r in rows])
+            ax.step([p[0] for p in front], [p[1] for p in front], where="post", color="grey",
+                    linewidth=0.8, alpha=0.7, label="Pareto front")
+            ax.set_xscale("log", base=2)
+            ax.set_xticks([4, 5, 6, 8, 16, 32])
+            ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            if log:
+                ax.set_yscale("log")
+            ax.set_xlabel("stored bits per linear weight (scales, zeros, g_idx included)")
+            ax.set_ylabel(ylabel)
+            ax.set_title(model, fontsize=10)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        fig.suptitle(f"ch05: quality vs stored bits per weight\n(the CPU oracle on the "
+                     f"dequantized weights; git {report.get('git_sha', '?')})", fontsize=10)
+        save(fig, out_dir, name)
+
+    table = os.path.join(tables_dir, f"ch05_{report.get('backend', 'unknown')}_table.md")
+    with open(table, "w") as f:
+        f.write(ch05_results_table(report))
+    print("wrote", table)
+
+
+def ch05_results_table(report):
+    """The tutorial's results table (markdown), one section per model."""
+    results = records(report, "results")
+    lines = []
+    for model in dict.fromkeys(r["model"] for r in results):
+        rows = [r for r in results if r["model"] == model]
+        fp32 = next(r for r in rows if r["method"] == "fp32")
+        lines += [f"**{model}** — calibration: {fp32['calibration']}; {fp32['evaluation']}.", "",
+                  "| method | format | bits/weight | linears KiB | perplexity | Δ vs fp32 | "
+                  "bits/byte | mean KL (nats) | decode tok/s (CPU sim.) |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in rows:
+            ppl = r.get("perplexity")
+            delta = "" if r is fp32 or ppl is None else f"{100 * (ppl / fp32['perplexity'] - 1):+.2f}%"
+            fmt = lambda v, f: "n/a" if v is None else format(v, f)  # noqa: E731
+            lines.append(f"| {ch05_method(r)} | {r['format']} | {r['bits_per_weight']:.2f} | "
+                         f"{r['linear_bytes'] / 1024:,.1f} | {fmt(ppl, '.4f')} | {delta} | "
+                         f"{fmt(r.get('bits_per_byte'), '.4f')} | {r['kl']:.2e} | "
+                         f"{r['decode_tokens_per_s']:.1f} |")
+        lines.append("")
+    lines.append(f"Device: {report.get('device', '?')} ({device_label(report)}); perplexity, "
+                 f"bits/byte and KL from the CPU oracle on the dequantized weights; decode tokens/s "
+                 f"through the quantized kernels, {report.get('step_clock', 'wall time')}; git "
+                 f"{report.get('git_sha', '?')}, {report.get('date', '?')}.")
+    return "\n".join(lines) + "\n"
+
 
 PLOTTERS = {
     "ch01_naive_kv_cache": plot_ch01,
+    "ch05_quantization": plot_ch05,
 }
 
 
