@@ -56,10 +56,13 @@ void print_results(const ModelData& data, const std::vector<SweepRow>& rows, con
                 number(r.kl, "%.2e").c_str(), r.quantize_seconds, r.decode.tokens_per_second());
     if (o.check) std::printf(" %11.2e%s", r.decode.max_abs_diff, r.decode.check_ok ? "" : " FAILED");
     std::printf("\n");
+    const bool dense = r.config.method == "fp32" || r.config.method == "fp16";
     records.push_back({{"table", "results"}, {"model", data.name}, {"method", r.config.method},
-                       {"format", r.config.format()}, {"bits", r.config.scheme.bits},
-                       {"group_size", r.config.scheme.group_size},
-                       {"symmetric", r.config.scheme.symmetric}, {"act_order", r.config.act_order},
+                       {"format", r.config.format()},
+                       {"bits", dense ? (r.config.method == "fp32" ? 32 : 16) : r.config.scheme.bits},
+                       {"group_size", dense ? nlohmann::json() : nlohmann::json(r.config.scheme.group_size)},
+                       {"symmetric", dense ? nlohmann::json() : nlohmann::json(r.config.scheme.symmetric)},
+                       {"act_order", r.config.act_order},
                        {"bits_per_weight", r.bits_per_weight}, {"linear_bytes", r.linear_bytes},
                        {"weight_bytes", r.weight_bytes}, {"perplexity", json_number(r.perplexity)},
                        {"bits_per_byte", json_number(r.bits_per_byte)}, {"kl", r.kl},
