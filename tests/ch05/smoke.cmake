@@ -12,7 +12,7 @@ set(CH05_NSQM "${CMAKE_CURRENT_BINARY_DIR}/ch05_tiny_gptq.nsqm")
 # step through the quantized kernels leaves the tolerance of the oracle on the same weights.
 add_test(NAME ch05.check_tiny
          COMMAND ${CH05} --model synthetic:tiny --formats int4-g32-asym --act-order
-                 --eval-docs 2 --kl-docs 2 --calib-docs 2 --decode-steps 4 --check
+                 --eval-docs 1 --kl-docs 1 --calib-docs 1 --decode-steps 2 --check
                  --json "${CMAKE_CURRENT_BINARY_DIR}/ch05_check_tiny.json")
 set_tests_properties(ch05.check_tiny PROPERTIES PASS_REGULAR_EXPRESSION "same \\(dequantized\\) weights: OK")
 # The memory calculator. Llama-2-7B at INT4 g128 by hand: linears 32 x (4 x 8,650,752 +
