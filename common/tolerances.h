@@ -42,6 +42,15 @@ inline constexpr Tolerance kFp32DotReorder{2e-5, 1e-5};
 /// near 1e-6; the reduction-order bound of kFp32Reorder covers them.
 inline constexpr Tolerance kKernelVsOracle{1e-5, 1e-4};
 
+/// \brief Logits of the kernel forward with weight-only quantized linears (W8A16 / W4A16) and
+/// fp32 everything else against the oracle run on the dequantized weights
+/// (engine::quantized_oracle_model). A dequantized weight s·(q − z) is exact in fp32 (an 11-bit
+/// fp16 scale times an integer of at most 9 bits), so both sides multiply identical numbers and
+/// only the summation order differs — the situation of kFp32Forward, whose size it keeps.
+/// A wrong code, nibble order, group or g_idx lookup moves a logit by O(0.1–1) and fails by
+/// orders of magnitude.
+inline constexpr Tolerance kQuantizedKernelForward = kFp32Forward;
+
 /// \brief Device sampling probabilities (fp32 softmax of logits / temperature over up to ~10^5
 /// tokens) against the host sampler's fp64 ones: each probability carries the fp32 rounding of
 /// its exponent and of the sum (~sqrt(vocab)·2^-24 relative, ~2e-5 at vocab 32000); values

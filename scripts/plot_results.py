@@ -24,6 +24,7 @@ PLOTTERS = {
     "ch03_static_batching": ("ch03_ch04", "plot_ch03"),
     "ch04_continuous_batching": ("ch03_ch04", "plot_ch04"),
     "ch04_continuous_batching sched-bench": ("ch03_ch04", "plot_ch04"),
+    "ch05_quantization": ("ch05", "plot_ch05"),
     "ch06_speculative_decoding": ("ch06", "plot_ch06"),
 }
 

@@ -59,7 +59,7 @@ PY
 }
 
 target=${1:-all}
-chapters=(ch01 ch02)
+chapters=(ch01 ch02 ch05)
 if [[ "$target" != all && ! " ${chapters[*]} " =~ " $target " ]]; then
   echo "usage: $0 all|${chapters[*]// /|}" >&2
   exit 2
@@ -78,4 +78,24 @@ if want ch02; then
   model=synthetic:tiny
   if [[ -f "${NANOSERVE_DATA:-/nonexistent}/stories260K.bin" ]]; then model=stories260K.bin; fi
   run_chapter ch02_paged_kv_cache --model "$model" --tour
+fi
+
+if want ch05; then
+  # The results (JSON, plots, table) come from the full run — both real models when present,
+  # every method and format, GPTQ act-order too, the whole evaluation slice, --check; the
+  # expected output is the tour's, the run a reader starts with.
+  program=$bin/chapters/ch05_quantization/ch05_quantization
+  json=docs/results/ch05_${preset}.json
+  mkdir -p docs/results
+  echo "running $program --act-order --check (several minutes on the simulator)" >&2
+  "$program" --act-order --check --json "$json" > /dev/null
+  "$python" scripts/plot_results.py "$json" --out docs/images --tables docs/results
+  model=synthetic:tiny
+  if [[ -f "${NANOSERVE_DATA:-/nonexistent}/stories260K.bin" ]]; then model=stories260K.bin; fi
+  {
+    echo "\$ ch05_quantization --model $model --tour"
+    "$program" --model "$model" --tour
+  } > chapters/ch05_quantization/expected_output.txt
+  splice chapters/ch05_quantization/README.md ch05-expected-output chapters/ch05_quantization/expected_output.txt fenced
+  splice chapters/ch05_quantization/README.md ch05-results "docs/results/ch05_${preset}_table.md" plain
 fi

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "apps/nanoserve/commands.h"
+#include "apps/nanoserve/model_source.h"
 #include "common/data_path.h"
 #include "common/engine/device_info.h"
 #include "common/engine/device_model.h"
@@ -30,13 +31,14 @@ struct EvalArgs {
 };
 
 int run_eval(EvalArgs& a) {
-  const ModelBundle b = load_model_bundle(a.model, a.tokenizer);
+  const ModelSource src = load_model_source(a.model, a.tokenizer);
   const std::optional<std::string> text = find_data_file(a.text);
   if (!text) throw LoadError(a.text, "path", "text file not found (searched $NANOSERVE_DATA, data/models)");
-  if (a.options.window > b.model.config.max_seq_len) {
+  const ModelConfig& config = src.model.config;
+  if (a.options.window > config.max_seq_len) {
     throw InvalidArgument("--window " + std::to_string(a.options.window) +
                           " exceeds the model's context of " +
-                          std::to_string(b.model.config.max_seq_len));
+                          std::to_string(config.max_seq_len));
   }
   if (isatty(STDERR_FILENO)) {
     a.options.progress = [](int64_t done, int64_t total) {
@@ -46,7 +48,8 @@ int run_eval(EvalArgs& a) {
     };
   }
   // gpu: every window's logits from the kernels (all positions of one pass), through a
-  // one-slot naive KV cache of the window's length.
+  // one-slot naive KV cache of the window's length; for an NSQM file, the quantized linears.
+  // cpu: the oracle (on the dequantized weights for an NSQM file).
   std::unique_ptr<engine::DeviceModel> device_model;
   std::unique_ptr<engine::ModelRunner> runner;
   std::unique_ptr<engine::NaiveKVCache> cache;
@@ -54,19 +57,20 @@ int run_eval(EvalArgs& a) {
   std::string device = "CPU oracle (Eigen, fp32)";
   if (a.device == "gpu") {
     const DType dtype = parse_dtype(a.dtype);
-    device_model = std::make_unique<engine::DeviceModel>(b.model, dtype);
+    device_model = src.to_device(dtype);
     const int rows = std::min(a.options.window, 128);  // longer windows run in chunks
     runner = std::make_unique<engine::ModelRunner>(*device_model, engine::RunnerOptions{rows, rows});
-    cache = std::make_unique<engine::NaiveKVCache>(b.model.config, dtype, a.options.window, 1);
+    cache = std::make_unique<engine::NaiveKVCache>(config, dtype, a.options.window, 1);
     logits = engine::kernel_logits(*runner, *cache);
-    device = engine::device_name() + " · kernels, " + dtype_name(dtype) + " weights";
+    device = engine::device_name() + " · kernels, " + device_model->weight_format() + " weights";
   } else {
     if (a.dtype != "fp32") throw InvalidArgument("--dtype " + a.dtype + " needs --device gpu (the CPU oracle is fp32)");
-    logits = eval::oracle_logits(b.model);
+    logits = eval::oracle_logits(src.model);
+    if (src.quantized) device = "CPU oracle (Eigen, fp32, on the dequantized weights)";
   }
-  const eval::EvalResult r = eval::evaluate_file(*text, *b.tokenizer, logits, a.options);
+  const eval::EvalResult r = eval::evaluate_file(*text, *src.tokenizer, logits, a.options);
   std::printf("model          %s\ndevice         %s\ntext           %s\nwindow/stride  %d/%d\n",
-              b.model.source.c_str(), device.c_str(),
+              src.description.c_str(), device.c_str(),
               text->c_str(), a.options.window,
               a.options.stride > 0 ? a.options.stride : a.options.window - 1);
   std::printf("documents      %lld\nwindows        %lld\ntokens         %lld\nbytes          %lld\n",
@@ -77,7 +81,7 @@ int run_eval(EvalArgs& a) {
   if (!a.json.empty()) {
     nlohmann::json rep = make_report("nanoserve eval",
                                      a.device == "gpu" ? engine::kernel_backend() : "cpu-oracle", device);
-    rep["records"].push_back({{"model", b.model.source}, {"text", *text},
+    rep["records"].push_back({{"model", src.description}, {"text", *text},
                               {"window", a.options.window}, {"stride", a.options.stride},
                               {"documents", r.documents}, {"tokens", r.tokens},
                               {"bytes", r.bytes}, {"nll", r.nll}, {"perplexity", r.perplexity},
@@ -91,7 +95,8 @@ int run_eval(EvalArgs& a) {
 Action add_eval(CLI::App& parent) {
   auto args = std::make_shared<EvalArgs>();
   CLI::App* c = parent.add_subcommand("eval", "Perplexity and bits-per-byte over a text file");
-  c->add_option("--model,-m", args->model, "model file, directory or synthetic:<name>")
+  c->add_option("--model,-m", args->model,
+                "model file, directory, synthetic:<name>, or a quantized .nsqm file")
       ->capture_default_str();
   c->add_option("--tokenizer,-z", args->tokenizer, "tokenizer file (default: found from the model)");
   c->add_option("--text", args->text, "documents to score")->capture_default_str();

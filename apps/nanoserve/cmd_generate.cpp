@@ -4,6 +4,7 @@
 #include <string>
 
 #include "apps/nanoserve/commands.h"
+#include "apps/nanoserve/model_source.h"
 #include "common/engine/device_info.h"
 #include "common/engine/device_model.h"
 #include "common/engine/kernel_backend.h"
@@ -28,18 +29,20 @@ struct GenerateArgs {
 };
 
 int run_generate(const GenerateArgs& a) {
-  ModelBundle b = load_model_bundle(a.model, a.tokenizer);
-  const Tokenizer& tok = *b.tokenizer;
-  // cpu: the Eigen oracle. gpu: the kernels through chapter 1's engine with a naive KV cache —
-  // on a GPU in the cuda build, on the CPU simulator in the sim build (the device name says so).
+  const ModelSource src = load_model_source(a.model, a.tokenizer);
+  const Tokenizer& tok = *src.tokenizer;
+  // cpu: the Eigen oracle (on the dequantized weights for a quantized model). gpu: the kernels
+  // through chapter 1's engine with a naive KV cache (chapter 5's quantized linears for an NSQM
+  // file) — on a GPU in the cuda build, on the CPU simulator in the sim build (the device name
+  // says so).
   std::unique_ptr<engine::DeviceModel> device_model;
   std::unique_ptr<DecodeBackend> backend;
   if (a.device == "gpu") {
-    device_model = std::make_unique<engine::DeviceModel>(b.model, parse_dtype(a.dtype));
+    device_model = src.to_device(parse_dtype(a.dtype));
     backend = std::make_unique<engine::KernelBackend>(*device_model, engine::CacheMode::kNaiveCache);
   } else {
     if (a.dtype != "fp32") throw InvalidArgument("--dtype " + a.dtype + " needs --device gpu (the CPU oracle is fp32)");
-    backend = std::make_unique<oracle::OracleBackend>(b.model);
+    backend = std::make_unique<oracle::OracleBackend>(src.model);
   }
 
   GenerateOptions opt;
@@ -67,14 +70,14 @@ int run_generate(const GenerateArgs& a) {
   std::fprintf(stderr,
                "model %s | tokenizer %s | device %s\n"
                "prompt %d tokens, generated %d (stop: %s) | prefill %.1f ms | decode %.1f tok/s\n",
-               b.model.source.c_str(), b.tokenizer_path.c_str(), backend->device_name().c_str(),
+               src.description.c_str(), src.tokenizer_path.c_str(), backend->device_name().c_str(),
                r.prompt_tokens, r.generated(), to_string(r.stop), r.prefill_seconds * 1e3,
                tok_per_s);
   if (!a.json.empty()) {
     nlohmann::json rep = make_report("nanoserve generate",
                                      a.device == "gpu" ? engine::kernel_backend() : "cpu-oracle",
                                      backend->device_name());
-    rep["records"].push_back({{"model", b.model.source},
+    rep["records"].push_back({{"model", src.description},
                               {"prompt_tokens", r.prompt_tokens},
                               {"generated_tokens", r.generated()},
                               {"stop", to_string(r.stop)},
@@ -91,8 +94,9 @@ Action add_generate(CLI::App& parent) {
   auto args = std::make_shared<GenerateArgs>();
   CLI::App* c = parent.add_subcommand("generate", "Generate text from a prompt");
   c->add_option("--model,-m", args->model,
-                "model file, directory or synthetic:<name> (searched in $NANOSERVE_DATA, "
-                "data/models)")->capture_default_str();
+                "model file, directory, synthetic:<name>, or a quantized .nsqm file from "
+                "`nanoserve quantize` (searched in $NANOSERVE_DATA, data/models)")
+      ->capture_default_str();
   c->add_option("--tokenizer,-z", args->tokenizer, "tokenizer file (default: found from the model)");
   c->add_option("--prompt,-p", args->prompt, "prompt text (BOS is prepended)")->capture_default_str();
   c->add_option("--steps,-n", args->steps, "most tokens to generate")

@@ -17,5 +17,7 @@ Action add_generate(CLI::App& parent);
 Action add_eval(CLI::App& parent);
 /// \brief `nanoserve info`: a model's shape, size and KV cost.
 Action add_info(CLI::App& parent);
+/// \brief `nanoserve quantize`: a model's linears to INT8/INT4 (RTN, GPTQ, AWQ), as NSQM.
+Action add_quantize(CLI::App& parent);
 
 }  // namespace nanoserve::cli

@@ -4,6 +4,8 @@
 //   nanoserve generate --model stories260K.bin --device gpu --dtype fp16
 //   nanoserve eval --model tinystories-656k --text tinystories_valid_sample.txt
 //   nanoserve info --model synthetic:llama3-8b
+//   nanoserve quantize --model stories260K.bin --method gptq --bits 4 --group 128 --out q.nsqm
+//   nanoserve generate --model q.nsqm --device gpu -t 0
 //
 // Errors (bad flags, bad files, impossible requests) print one line and exit non-zero.
 #include <CLI/CLI.hpp>
@@ -19,7 +21,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::map<CLI::App*, nanoserve::cli::Action> actions;
   for (auto add : {nanoserve::cli::add_generate, nanoserve::cli::add_eval,
-                   nanoserve::cli::add_info}) {
+                   nanoserve::cli::add_info, nanoserve::cli::add_quantize}) {
     nanoserve::cli::Action action = add(app);
     actions[app.get_subcommands({}).back()] = std::move(action);
   }

@@ -37,6 +37,18 @@ std::unique_ptr<DeviceLinear> dense(const std::vector<float>& w, int out, int in
   return std::make_unique<DenseLinear>(DeviceTensor(w, dtype), out, in);
 }
 
+/// The host weights of the linear `name` ("wq" … "w3") of a block.
+const std::vector<float>& layer_linear(const LayerWeights& w, const std::string& name) {
+  if (name == "wq") return w.wq;
+  if (name == "wk") return w.wk;
+  if (name == "wv") return w.wv;
+  if (name == "wo") return w.wo;
+  if (name == "w1") return w.w1;
+  if (name == "w2") return w.w2;
+  if (name == "w3") return w.w3;
+  throw InvalidArgument("DeviceModel: no linear layer named '" + name + "'");
+}
+
 std::vector<float> rounded(const std::vector<float>& v, DType dtype) {
   return dispatch_dtype(dtype, [&](auto tag) { return decode<decltype(tag)>(encode<decltype(tag)>(v)); });
 }
@@ -90,27 +102,31 @@ void DenseLinear::apply(const float* x, float* y, int rows, cudaStream_t stream,
 // ---------------------------------------------------------------------------------------------
 // DeviceModel
 
-DeviceModel::DeviceModel(const Model& model, DType dtype)
-    : DeviceModel(model.config, dtype,
-                  [&model](const std::string& name, int layer, std::size_t) {
-                    if (layer < 0) {
-                      if (name == "token_embedding") return model.token_embedding;
-                      if (name == "final_norm") return model.final_norm;
-                      return model.classifier;
-                    }
-                    const LayerWeights& w = model.layers.at(static_cast<std::size_t>(layer));
-                    if (name == "attn_norm") return w.attn_norm;
-                    if (name == "wq") return w.wq;
-                    if (name == "wk") return w.wk;
-                    if (name == "wv") return w.wv;
-                    if (name == "wo") return w.wo;
-                    if (name == "ffn_norm") return w.ffn_norm;
-                    if (name == "w1") return w.w1;
-                    if (name == "w2") return w.w2;
-                    return w.w3;
-                  }) {}
+namespace {
+// A Model's tensors as a TensorSource (the linear weights only when no factory replaces them).
+DeviceModel::TensorSource model_source(const Model& model) {
+  return [&model](const std::string& name, int layer, std::size_t) {
+    if (layer < 0) {
+      if (name == "token_embedding") return model.token_embedding;
+      if (name == "final_norm") return model.final_norm;
+      return model.classifier;
+    }
+    const LayerWeights& w = model.layers.at(static_cast<std::size_t>(layer));
+    if (name == "attn_norm") return w.attn_norm;
+    if (name == "ffn_norm") return w.ffn_norm;
+    return layer_linear(w, name);
+  };
+}
+}  // namespace
 
-DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSource& source)
+DeviceModel::DeviceModel(const Model& model, DType dtype)
+    : DeviceModel(model.config, dtype, model_source(model)) {}
+
+DeviceModel::DeviceModel(const Model& model, DType dtype, const LinearFactory& make_linear)
+    : DeviceModel(model.config, dtype, model_source(model), make_linear) {}
+
+DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSource& source,
+                         const LinearFactory& make_linear)
     : config_(config), dtype_(dtype) {
   const ModelConfig& c = config_;
   // One tensor at a time: fetch, check its size, upload, drop the host copy.
@@ -126,8 +142,19 @@ DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSou
   auto tensor = [&](const char* name, int layer, std::size_t numel) {
     return DeviceTensor(fetch(name, layer, numel), dtype);
   };
-  auto linear = [&](const char* name, int layer, int out, int in) {
-    return dense(fetch(name, layer, std::size_t(out) * std::size_t(in)), out, in, dtype);
+  // Linears come from the factory when there is one, checked against the config, so a wrong
+  // shape is one clear error here and never an out-of-bounds read in a kernel.
+  auto linear = [&](const char* name, int l, int out, int in) -> std::unique_ptr<DeviceLinear> {
+    if (!make_linear) return dense(fetch(name, l, std::size_t(out) * std::size_t(in)), out, in, dtype);
+    std::unique_ptr<DeviceLinear> lin = make_linear(l, name, out, in);
+    if (!lin || lin->out_features() != out || lin->in_features() != in) {
+      throw InvalidArgument("DeviceModel: layer " + std::to_string(l) + " " + name + " is " +
+                            (lin ? "(" + std::to_string(lin->out_features()) + ", " +
+                                       std::to_string(lin->in_features()) + ")"
+                                 : std::string("missing")) +
+                            ", expected (" + std::to_string(out) + ", " + std::to_string(in) + ")");
+    }
+    return lin;
   };
   const std::size_t d = static_cast<std::size_t>(c.dim);
   token_embedding_ = tensor("token_embedding", -1, std::size_t(c.vocab_size) * d);
@@ -145,9 +172,12 @@ DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSou
     w.w3 = linear("w3", l, c.hidden_dim, c.dim);
   }
   final_norm_ = tensor("final_norm", -1, d);
+  // The classifier stays dense: it is not one of a block's linears (and is tied to the
+  // embedding in some models).
   classifier_ = c.tied_classifier
                     ? std::make_unique<DenseLinear>(token_embedding_, c.vocab_size, c.dim)
-                    : linear("classifier", -1, c.vocab_size, c.dim);
+                    : dense(fetch("classifier", -1, std::size_t(c.vocab_size) * d), c.vocab_size,
+                            c.dim, dtype);
 }
 
 std::int64_t DeviceModel::weight_bytes() const {
@@ -158,6 +188,7 @@ std::int64_t DeviceModel::weight_bytes() const {
   };
   auto add_linear = [&](const DeviceLinear& lin) {
     for (const DeviceTensor* t : lin.tensors()) add(*t);
+    total += lin.own_bytes();
   };
   add(token_embedding_);
   for (const DeviceLayer& d : layers_) {
@@ -171,6 +202,17 @@ std::int64_t DeviceModel::weight_bytes() const {
   add(final_norm_);
   add_linear(*classifier_);
   return total;
+}
+
+std::string DeviceModel::weight_format() const {
+  const std::string storage = dtype_name(dtype_);
+  for (const DeviceLayer& d : layers_) {
+    for (const auto* lin : {d.wq.get(), d.wk.get(), d.wv.get(), d.wo.get(), d.w1.get(),
+                            d.w2.get(), d.w3.get()}) {
+      if (lin->format() != storage) return lin->format() + " + " + storage;
+    }
+  }
+  return storage;
 }
 
 Model round_weights(const Model& model, DType dtype) {

@@ -78,6 +78,9 @@ class DeviceLinear {
   virtual int in_features() const = 0;
   /// \brief The device tensors holding W (for byte accounting; shared ones counted once).
   virtual std::vector<const DeviceTensor*> tensors() const = 0;
+  /// \brief Device bytes the layer holds outside `tensors()`, never shared with another layer
+  /// (a quantized layer's packed codes, scales and zero points).
+  virtual std::int64_t own_bytes() const { return 0; }
   /// \brief A short description of the weight format, e.g. "fp16".
   virtual std::string format() const = 0;
 };
@@ -119,12 +122,24 @@ struct DeviceLayer {
   std::unique_ptr<DeviceLinear> w3;     ///< (hidden_dim, dim) up
 };
 
+/// \brief Makes the device form of one linear layer of block `layer`: `name` is its
+/// `LayerWeights` member ("wq", "wk", "wv", "wo", "w1", "w2" or "w3"), W is
+/// (`out_features`, `in_features`).
+using LinearFactory = std::function<std::unique_ptr<DeviceLinear>(
+    int layer, const std::string& name, int out_features, int in_features)>;
+
 /// \brief A whole decoder's weights on the device, in one storage type.
 class DeviceModel {
  public:
   /// \brief Uploads every tensor of `model` (which must have passed `Model::validate()`),
   /// rounded to `dtype`. Throws `CudaError` when device memory runs out.
   DeviceModel(const Model& model, DType dtype);
+  /// \brief Uploads the embedding, norms and classifier of `model` rounded to `dtype`, and
+  /// takes every block's seven linear layers from `make_linear` — how chapter 5 puts quantized
+  /// linears in (engine/quantized_device_model.h). The model's linear weight vectors are not
+  /// read (a quantized model's fp32 base has none). Throws `InvalidArgument` when a made layer
+  /// is null or its shape is not the config's.
+  DeviceModel(const Model& model, DType dtype, const LinearFactory& make_linear);
 
   /// \brief Where a tensor's fp32 values come from: `(name, layer, numel)` → the values, with
   /// `name` one of the `LayerWeights` / `Model` field names ("wq", …, "token_embedding",
@@ -134,8 +149,11 @@ class DeviceModel {
   /// \brief Uploads the tensors of a model with `config` one at a time, as `source` produces
   /// them, rounded to `dtype`: the host never holds more than one tensor, so a 7B-parameter
   /// model needs ~0.5 GB of host memory instead of 27 GB (the GPU benchmarks' synthetic
-  /// models). Throws `InvalidArgument` when `source` returns the wrong number of values.
-  DeviceModel(const ModelConfig& config, DType dtype, const TensorSource& source);
+  /// models). With `make_linear`, the blocks' linears come from it instead of `source`.
+  /// Throws `InvalidArgument` when `source` returns the wrong number of values or a made
+  /// linear is null or misshapen.
+  DeviceModel(const ModelConfig& config, DType dtype, const TensorSource& source,
+              const LinearFactory& make_linear = {});
 
   /// \brief Shapes and hyper-parameters (a copy of the host model's).
   const ModelConfig& config() const { return config_; }
@@ -153,6 +171,10 @@ class DeviceModel {
   const DeviceLinear& classifier() const { return *classifier_; }
   /// \brief Device bytes of all weights, each device allocation counted once.
   std::int64_t weight_bytes() const;
+  /// \brief What the weights are stored as: the storage type ("fp16") when every linear layer
+  /// uses it, else the linears' format and the storage type of the rest
+  /// ("int4-g128-sym + fp32").
+  std::string weight_format() const;
 
  private:
   ModelConfig config_;

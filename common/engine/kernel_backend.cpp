@@ -89,7 +89,7 @@ std::vector<float> KernelBackend::forward(const std::vector<int>& tokens, int st
 int KernelBackend::vocab_size() const { return runner_->model().config().vocab_size; }
 
 std::string KernelBackend::device_name() const {
-  return engine::device_name() + " · kernels, " + dtype_name(runner_->model().dtype()) +
+  return engine::device_name() + " · kernels, " + runner_->model().weight_format() +
          " weights, " + to_string(mode_);
 }
 

@@ -1,0 +1,40 @@
+#include "apps/nanoserve/model_source.h"
+
+#include <filesystem>
+
+#include "common/engine/quantized_bundle.h"
+#include "common/engine/quantized_device_model.h"
+#include "common/model_bundle.h"
+
+namespace nanoserve::cli {
+
+std::unique_ptr<engine::DeviceModel> ModelSource::to_device(DType dtype) const {
+  if (quantized) {
+    return std::make_unique<engine::DeviceModel>(engine::make_quantized_device_model(*quantized, dtype));
+  }
+  return std::make_unique<engine::DeviceModel>(model, dtype);
+}
+
+ModelSource load_model_source(const std::string& model_spec, const std::string& tokenizer_spec) {
+  ModelSource s;
+  if (engine::is_quantized_model_file(model_spec)) {
+    engine::QuantizedBundle b = engine::load_quantized_bundle(model_spec, tokenizer_spec);
+    s.model = b.model.dequantize();
+    s.model.source = b.model_path;
+    s.tokenizer = std::move(b.tokenizer);
+    s.tokenizer_path = b.tokenizer_path;
+    s.description = b.model_path + " (" + quant::to_string(b.model.method) + " " +
+                    b.model.scheme.label() + " of " +
+                    std::filesystem::path(b.model.base.config.name).filename().string() + ")";
+    s.quantized = std::move(b.model);
+    return s;
+  }
+  ModelBundle b = load_model_bundle(model_spec, tokenizer_spec);
+  s.model = std::move(b.model);
+  s.tokenizer = std::move(b.tokenizer);
+  s.tokenizer_path = b.tokenizer_path;
+  s.description = s.model.source;
+  return s;
+}
+
+}  // namespace nanoserve::cli

@@ -1,0 +1,37 @@
+#pragma once
+// What `--model` names for `nanoserve generate` and `eval`: a checkpoint with fp32 weights, or
+// a quantized model (an NSQM file written by `nanoserve quantize`), with its tokenizer — and the
+// two ways to run it: the CPU oracle (on the dequantized weights for an NSQM file) and the
+// kernels (the quantized linears themselves, through the same engine).
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/engine/device_model.h"
+#include "common/model.h"
+#include "common/quant/quantized_model.h"
+#include "common/tokenizer/tokenizer.h"
+
+namespace nanoserve::cli {
+
+/// \brief A loaded `--model` with its tokenizer.
+struct ModelSource {
+  /// \brief The fp32 weights the CPU oracle runs: the checkpoint's, or an NSQM file's
+  /// dequantized linears with its fp32 embedding, norms and classifier.
+  Model model;
+  std::optional<quant::QuantizedModel> quantized;  ///< set for an NSQM file
+  std::unique_ptr<Tokenizer> tokenizer;            ///< never null
+  std::string tokenizer_path;                      ///< resolved tokenizer, "(embedded)", "(bytes)"
+  std::string description;  ///< e.g. "stories260K.bin" or "q.nsqm (gptq int4-g128-sym of …)"
+
+  /// \brief The weights on the device: dense in `dtype`, or the quantized linears with the rest
+  /// (and the KV cache) in `dtype`.
+  std::unique_ptr<engine::DeviceModel> to_device(DType dtype) const;
+};
+
+/// \brief Loads `model_spec` — an NSQM file (recognized by its magic bytes) or anything
+/// `load_model_bundle` accepts — and its tokenizer (`tokenizer_spec`, or found from the model).
+ModelSource load_model_source(const std::string& model_spec, const std::string& tokenizer_spec);
+
+}  // namespace nanoserve::cli
