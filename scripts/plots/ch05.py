@@ -1,4 +1,5 @@
 """Chapter 5: quantization — the Pareto plot and the results table from its --json report."""
+import math
 import os
 
 import matplotlib.ticker
@@ -30,6 +31,23 @@ def pareto_front(points):
     return front
 
 
+def label_points(ax, rows):
+    """Names each row's format beside its point (one label per format: the RTN point), moving a
+    label down while it would overlap one already placed nearby — formats of nearly equal size
+    sit close together."""
+    lo, hi = min(r["perplexity"] for r in rows), max(r["perplexity"] for r in rows)
+    gap = 0.045 * (hi - lo if hi > lo else 1.0)
+    placed = []  # (log2 x, label y)
+    for r in sorted(rows, key=lambda r: -r["perplexity"]):
+        x, y = math.log2(r["bits_per_weight"]), r["perplexity"]
+        while any(abs(x - px) < 0.6 and abs(y - py) < gap for px, py in placed):
+            y -= gap
+        placed.append((x, y))
+        ax.annotate(r["format"].replace("-sym", ""), xy=(r["bits_per_weight"], r["perplexity"]),
+                    xytext=(r["bits_per_weight"] * 1.12, y), fontsize=7, va="center",
+                    arrowprops=dict(arrowstyle="-", linewidth=0.5, color="grey"))
+
+
 def plot_ch05(report, out_dir, tables_dir):
     results = records(report, "results")
     models = list(dict.fromkeys(r["model"] for r in results))
@@ -45,11 +63,7 @@ def plot_ch05(report, out_dir, tables_dir):
                 ax.scatter([r["bits_per_weight"] for r in pts], [r["perplexity"] for r in pts],
                            marker=marker, s=36, label=label, zorder=3,
                            color="black" if method in ("fp32", "fp16") else None)
-                if method in ("rtn", "fp32", "fp16"):  # one label per format is enough
-                    for i, r in enumerate(sorted(pts, key=lambda r: r["bits_per_weight"])):
-                        ax.annotate(r["format"].replace("-sym", ""), (r["bits_per_weight"], r["perplexity"]),
-                                    textcoords="offset points", xytext=(5, (2, -9, 11)[i % 3]),
-                                    fontsize=7)  # staggered: neighbouring formats differ little
+            label_points(ax, [r for r in rows if ch05_method(r) in ("rtn", "fp32", "fp16")])
             front = pareto_front([(r["bits_per_weight"], r["perplexity"]) for r in rows])
             ax.step([p[0] for p in front], [p[1] for p in front], where="post", color="grey",
                     linewidth=0.8, alpha=0.7, label="Pareto front")

@@ -39,7 +39,7 @@ struct RealModel {
   std::vector<std::vector<int>> calibration;  // documents 80..99
   std::string text;                           // the whole text sample
   std::vector<std::vector<int>> kl_sequences;  // documents 0..9
-  std::vector<BlockStats> fp_stats;           // the fp32 model's inputs on `calibration`
+  std::vector<BlockStats> stats;              // the fp32 model's inputs on `calibration`
   double fp_perplexity = 0;                    // documents 0..19, computed on first use
 
   double perplexity(const Model& m) const {
@@ -48,6 +48,12 @@ struct RealModel {
   double reference_perplexity() {
     if (fp_perplexity == 0) fp_perplexity = perplexity(bundle.model);
     return fp_perplexity;
+  }
+  // Computed on first use: a calibration pass the INT8 test does not need (each test runs in
+  // its own process under ctest, so nothing is shared between tests there).
+  const std::vector<BlockStats>& fp_stats() {
+    if (stats.empty()) stats = collect_block_stats(bundle.model, calibration, 0, bundle.model.config.n_layers - 1);
+    return stats;
   }
 };
 
@@ -64,7 +70,6 @@ RealModel* real_model(const std::string& name) {
     r.calibration = calibration_sequences(select_documents(text, kCalibrationDocuments), *r.bundle.tokenizer);
     r.text = text;
     r.kl_sequences = calibration_sequences(select_documents(text, {0, 10}), *r.bundle.tokenizer);
-    r.fp_stats = collect_block_stats(r.bundle.model, r.calibration, 0, r.bundle.model.config.n_layers - 1);
   }
   return slot.get();
 }
@@ -86,7 +91,7 @@ TEST_P(Ch05Quality, GptqLowersEveryRealLayersOutputErrorBelowRtn) {
     for (LinearId id : kLinearIds) {
       const std::vector<float>& w = linear_weights(m.layers[size_t(l)], id);
       const int rows = linear_rows(m.config, id), cols = linear_cols(m.config, id);
-      const InputStats& x = model_->fp_stats[size_t(l)][linear_input(id)];
+      const InputStats& x = model_->fp_stats()[size_t(l)][linear_input(id)];
       const std::vector<float> g = gptq_quantize(w.data(), rows, cols, x.hessian(), kInt4).weight.dequantize();
       const std::vector<float> r = fake_quantize_rtn(w.data(), rows, cols, kInt4);
       EXPECT_LT(output_error(w.data(), g.data(), rows, x.gram), output_error(w.data(), r.data(), rows, x.gram))
@@ -100,7 +105,7 @@ TEST_P(Ch05Quality, FoldingAwqScalesLeavesTheFp32LogitsUnchanged) {
   AwqOptions o;
   o.clip = false;  // clipping changes the weights on purpose; scaling alone must not
   for (int l = 0; l < t.config.n_layers; ++l) {
-    awq_transform_layer(t, l, model_->fp_stats[size_t(l)], kInt4, o);
+    awq_transform_layer(t, l, model_->fp_stats()[size_t(l)], kInt4, o);
   }
   EXPECT_NE(t.layers[0].attn_norm, model_->bundle.model.layers[0].attn_norm);
   const std::vector<int>& tokens = model_->kl_sequences[0];
@@ -131,7 +136,7 @@ TEST_P(Ch05Quality, Int4GptqAndAwqBeatRtn) {
     ppl[int(m)] = model_->perplexity(dq);
     kl[int(m)] = mean_kl_divergence(fp, dq, model_->kl_sequences);
     err[int(m)] = mean_relative_error(
-        layer_output_errors(fp, dq, model_->fp_stats, m == QuantMethod::kAwq ? &report.awq : nullptr));
+        layer_output_errors(fp, dq, model_->fp_stats(), m == QuantMethod::kAwq ? &report.awq : nullptr));
   }
   std::printf("[ measured ] %s %s: perplexity rtn %.4f gptq %.4f awq %.4f; KL rtn %.5f gptq %.5f "
               "awq %.5f; layer error rtn %.5f gptq %.5f awq %.5f\n",
