@@ -1,5 +1,7 @@
 #include "common/engine/spec_drafts.h"
 
+#include "common/engine/quantized_device_model.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -70,10 +72,10 @@ std::vector<std::string> default_draft_names(int n_layers) {
 
 std::unique_ptr<DeviceModel> quantized_device_model(const quant::QuantizedModel& q, DType dtype,
                                                     bool* dequantized) {
-  // The quantized DeviceLinear of chapter 5 goes here; until then the draft computes with the
-  // values its codes stand for, so it accepts and rejects exactly as the quantized model would.
-  if (dequantized != nullptr) *dequantized = true;
-  return std::make_unique<DeviceModel>(q.dequantize(), dtype);
+  // Chapter 5's quantized linears: the draft streams INT8/INT4 codes, as a real quantized
+  // draft does, and accepts and rejects exactly as the quantized model would.
+  if (dequantized != nullptr) *dequantized = false;
+  return std::make_unique<DeviceModel>(make_quantized_device_model(q, dtype));
 }
 
 KernelDraft make_kernel_draft(const Model& target, const DraftSpec& spec,

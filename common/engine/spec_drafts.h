@@ -7,14 +7,9 @@
 ///     "layers-K"                first K blocks of the target + its final norm and classifier
 ///                               (spec::first_layers), fp32 DeviceModel, own paged KV
 ///     "int8-rtn"                the target quantized by chapter 5's code (INT8 per channel, or
-///     "int4-rtn|gptq|awq"       INT4 groups of 32, symmetric) — built today as a DeviceModel
-///                               of the DEQUANTIZED fp32 weights (`quantized_device_model`):
-///                               the acceptance rate α is the quantized model's, the cost is
-///                               not (it streams fp32 bytes); labelled "(dequantized)"
+///     "int4-rtn|gptq|awq"       INT4 groups of 32, symmetric), run on chapter 5's quantized
+///                               linears (`QuantizedDeviceLinear`: the W8A16/W4A16 kernels)
 ///     "ngram"                   prompt lookup, no model (spec::NgramProposer)
-///
-/// When chapter 5's quantized `DeviceLinear`s exist, `quantized_device_model` swaps them into
-/// the layers and the label loses "(dequantized)"; nothing else changes.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -67,8 +62,9 @@ struct KernelDraft {
   std::unique_ptr<spec::Proposer> proposer;   ///< drafts with `model`, or the n-gram lookup
 };
 
-/// \brief The device model a quantized draft runs: today `q.dequantize()` uploaded in
-/// `dtype` (`*dequantized` set to true). The swap point for quantized kernels.
+/// \brief The device model a quantized draft runs: `make_quantized_device_model(q, dtype)`
+/// (`*dequantized` set to false; a draft that ran the dequantized fp32 weights instead would
+/// set it, and its label would say so).
 std::unique_ptr<DeviceModel> quantized_device_model(const quant::QuantizedModel& q, DType dtype,
                                                     bool* dequantized);
 
