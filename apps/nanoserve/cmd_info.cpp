@@ -4,6 +4,7 @@
 #include <string>
 
 #include "apps/nanoserve/commands.h"
+#include "common/format_bytes.h"
 #include "common/loaders/model_loader.h"
 #include "common/loaders/synthetic_model.h"
 #include "common/model_bundle.h"
@@ -11,17 +12,6 @@
 namespace nanoserve::cli {
 
 namespace {
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
-  return buf;
-}
 
 int run_info(const std::string& spec) {
   std::string path;
@@ -42,14 +32,14 @@ int run_info(const std::string& spec) {
   const auto params = static_cast<double>(c.param_count());
   std::printf("parameters      %.0f (%.2f %s)\n", params, params >= 1e9 ? params / 1e9 : params / 1e6,
               params >= 1e9 ? "B" : "M");
-  std::printf("weights         fp32 %s, fp16 %s\n", human_bytes(params * 4).c_str(),
-              human_bytes(params * 2).c_str());
+  std::printf("weights         fp32 %s, fp16 %s\n", format_bytes(params * 4).c_str(),
+              format_bytes(params * 2).c_str());
   std::printf("KV per token    fp32 %s, fp16 %s   (2 x %d layers x %d kv heads x %d x bytes)\n",
-              human_bytes(double(c.kv_bytes_per_token(4))).c_str(),
-              human_bytes(double(c.kv_bytes_per_token(2))).c_str(), c.n_layers, c.n_kv_heads,
+              format_bytes(double(c.kv_bytes_per_token(4))).c_str(),
+              format_bytes(double(c.kv_bytes_per_token(2))).c_str(), c.n_layers, c.n_kv_heads,
               c.head_dim);
   std::printf("KV full context fp16 %s for %d tokens\n",
-              human_bytes(double(c.kv_bytes_per_token(2)) * c.max_seq_len).c_str(),
+              format_bytes(double(c.kv_bytes_per_token(2)) * c.max_seq_len).c_str(),
               c.max_seq_len);
   return 0;
 }

@@ -9,21 +9,6 @@
 
 namespace nanoserve::ch01 {
 
-std::string format_bytes(std::int64_t bytes) {
-  char buf[64];
-  const double b = static_cast<double>(bytes);
-  if (bytes < 1024) {
-    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
-  } else if (bytes < (1LL << 20)) {
-    std::snprintf(buf, sizeof buf, "%.4g KiB", b / 1024.0);
-  } else if (bytes < (1LL << 30)) {
-    std::snprintf(buf, sizeof buf, "%.4g MiB", b / (1 << 20));
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1 << 30));
-  }
-  return buf;
-}
-
 void print_kv_per_token(const ModelConfig& c, int bytes, int max_seq_len, nlohmann::json& records) {
   const std::int64_t per_token = c.kv_bytes_per_token(bytes);
   const std::string name = c.name.substr(c.name.find_last_of('/') + 1);  // file name only

@@ -10,14 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/format_bytes.h"
 #include "common/engine/kv_memory.h"
 #include "common/engine/request_mix.h"
 #include "common/model_config.h"
 
 namespace nanoserve::ch01 {
-
-/// \brief "1,280 B", "640 KiB", "2.00 GiB": binary units, exact below 1 KiB.
-std::string format_bytes(std::int64_t bytes);
 
 /// \brief Prints the KV-per-token formula worked out for `config` at `bytes_per_element`, and
 /// what one `max_seq_len` reservation costs.

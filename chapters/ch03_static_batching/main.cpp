@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "chapters/workload_flags.h"
 #include "common/engine/device_info.h"
 #include "common/engine/device_model.h"
 #include "common/engine/model_executor.h"
@@ -141,19 +142,7 @@ int main(int argc, char** argv) {
   a.workload.output_len = "lognormal:16:1:4:96";
   CLI::App app{"Chapter 3: static batching (see chapters/ch03_static_batching/README.md)"};
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
-  app.add_option("--trace", a.workload.trace, "JSONL workload (data/traces/*.jsonl) instead of the generator")
-      ->check(CLI::ExistingFile);
-  app.add_option("--num-requests,-n", a.workload.num_requests, "generator: requests")->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--rate", a.workload.rate, "generator: Poisson arrivals per second (inf = all at t = 0)")
-      ->capture_default_str();  // > 0 (inf allowed) is checked with the workload
-  app.add_option("--prompt-len", a.workload.prompt_len,
-                 "generator: fixed:N | uniform:LO:HI | lognormal:MEDIAN:SIGMA:LO:HI | chat")->capture_default_str();
-  app.add_option("--output-len", a.workload.output_len, "generator: max_tokens distribution (same forms)")
-      ->capture_default_str();
-  app.add_option("--seed,-s", a.workload.seed, "generator seed (also keys each request's sampling)")->capture_default_str();
-  app.add_option("--temperature,-t", a.workload.temperature, "sampling of every request (0 = greedy)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  nanoserve::chapters::add_workload_flags(app, a.workload);
   app.add_option("--batch-sizes,-b", a.batch_sizes, "static batch sizes to compare")->capture_default_str()
       ->delimiter(',')->check(CLI::PositiveNumber);
   app.add_option("--max-wait-s", a.max_wait_s, "start a partial batch once its first member waited this long")

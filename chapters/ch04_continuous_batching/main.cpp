@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "chapters/ch04_continuous_batching/serving_runs.h"
+#include "chapters/workload_flags.h"
 #include "common/engine/device_info.h"
 #include "common/engine/scheduler_bench.h"
 #include "common/error.h"
@@ -197,19 +198,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Chapter 4: continuous batching (see chapters/ch04_continuous_batching/README.md)"};
   app.fallthrough();  // workload and scheduler flags also apply after a sweep's name
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
-  app.add_option("--trace", a.workload.trace, "JSONL workload (data/traces/*.jsonl) instead of the generator")
-      ->check(CLI::ExistingFile);
-  app.add_option("--num-requests,-n", a.workload.num_requests, "generator: requests")->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--rate", a.workload.rate, "generator: Poisson arrivals per second (inf = all at t = 0)")
-      ->capture_default_str();  // > 0 (inf allowed) is checked with the workload
-  app.add_option("--prompt-len", a.workload.prompt_len,
-                 "generator: fixed:N | uniform:LO:HI | lognormal:MEDIAN:SIGMA:LO:HI | chat")->capture_default_str();
-  app.add_option("--output-len", a.workload.output_len, "generator: max_tokens distribution (same forms)")
-      ->capture_default_str();
-  app.add_option("--seed,-s", a.workload.seed, "generator seed (also keys each request's sampling)")->capture_default_str();
-  app.add_option("--temperature,-t", a.workload.temperature, "sampling of every request (0 = greedy)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  nanoserve::chapters::add_workload_flags(app, a.workload);
   app.add_option("--max-num-seqs", a.scheduler.max_num_seqs, "most running requests")->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--max-num-batched-tokens", a.scheduler.max_num_batched_tokens, "token budget per step")

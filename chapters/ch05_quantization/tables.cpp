@@ -10,18 +10,6 @@
 
 namespace nanoserve::ch05 {
 
-std::string format_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
-  return buf;
-}
-
 namespace {
 /// "4.2480" or "n/a" (no text sample).
 std::string number(double v, const char* fmt) {

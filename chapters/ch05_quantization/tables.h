@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/format_bytes.h"
+
 #include "chapters/ch05_quantization/sweep.h"
 
 namespace nanoserve::ch05 {
@@ -26,8 +28,5 @@ void print_awq_choices(const ModelData& data, const std::vector<SweepRow>& rows,
 /// \brief Weight bytes of the Llama-2 7B/13B/70B shapes at each format — computed from the
 /// shapes (engine/quantized_memory.h), not measured.
 void print_memory(nlohmann::json& records);
-
-/// \brief "1.23 MiB"-style sizes.
-std::string format_bytes(double bytes);
 
 }  // namespace nanoserve::ch05
