@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -36,9 +39,21 @@ inline std::vector<uint8_t> read_bytes(const std::string& path) {
                               std::istreambuf_iterator<char>());
 }
 
+/// \brief A scratch directory of this test process (gtest's TempDir() + "nanoserve-<pid>/",
+/// created on first use). ctest runs every test in its own process, in parallel: a fixed file
+/// name directly in TempDir() would be written by two tests at once.
+inline std::string temp_dir() {
+  static const std::string dir = [] {
+    const std::string d = ::testing::TempDir() + "nanoserve-" + std::to_string(::getpid()) + "/";
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
 /// \brief Writes bytes to a file in the test's temporary directory and returns its path.
 inline std::string write_temp_file(const std::string& name, const std::vector<uint8_t>& bytes) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = temp_dir() + name;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   return path;

@@ -42,7 +42,7 @@ TEST(Ch04Trace, WriterAndLoaderRoundTripEveryField) {
   requests[3].prompt = "Once upon a time, \"quoted\"\n";
   requests[5].temperature = 0.8f;
   requests[6].seed = 18446744073709551615ull;  // 2^64 - 1
-  const std::string path = ::testing::TempDir() + "round_trip.jsonl";
+  const std::string path = ::nanoserve::testing::temp_dir() + "round_trip.jsonl";
   write_trace(path, requests);
   EXPECT_EQ(load_trace(path), requests);
 }
@@ -54,7 +54,7 @@ TEST(Ch04Trace, WriterUsesTheDocumentedKeysInOrder) {
   r.max_tokens = 8;
   r.seed = 5;
   r.temperature = 0.8f;
-  const std::string path = ::testing::TempDir() + "one.jsonl";
+  const std::string path = ::nanoserve::testing::temp_dir() + "one.jsonl";
   write_trace(path, {r});
   const std::vector<uint8_t> bytes = testing::read_bytes(path);
   EXPECT_EQ(std::string(bytes.begin(), bytes.end()),
@@ -66,7 +66,7 @@ TEST(Ch04Trace, BlankLinesAreSkippedAndLineNumbersStayTrue) {
   const std::string path = write_text("blank.jsonl", "\n" + kGood + "\n   \n" + kGood + "\n");
   EXPECT_EQ(load_trace(path).size(), 2u);
   EXPECT_EQ(load_error(kGood + "\n\n{\"arrival_s\": 1}\n"),
-            "bad_trace.jsonl:3|max_tokens|" + ::testing::TempDir() +
+            "bad_trace.jsonl:3|max_tokens|" + ::nanoserve::testing::temp_dir() +
                 "bad_trace.jsonl:3: max_tokens: missing");
 }
 
@@ -119,14 +119,14 @@ TEST(Ch04Trace, ArrivalsMustNotGoBackInTime) {
 
 TEST(Ch04Trace, EmptyAndMissingFilesAreErrors) {
   EXPECT_NE(load_error("\n\n").find("holds no request"), std::string::npos);
-  EXPECT_THROW(load_trace(::testing::TempDir() + "does_not_exist.jsonl"), LoadError);
+  EXPECT_THROW(load_trace(::nanoserve::testing::temp_dir() + "does_not_exist.jsonl"), LoadError);
 }
 
 TEST(Ch04Trace, WriterRefusesWhatTheLoaderWouldReject) {
   TraceRequest r;
   r.prompt_len = 3;
   r.max_tokens = 0;
-  EXPECT_THROW(write_trace(::testing::TempDir() + "x.jsonl", {r}), InvalidArgument);
+  EXPECT_THROW(write_trace(::nanoserve::testing::temp_dir() + "x.jsonl", {r}), InvalidArgument);
 }
 
 }  // namespace

@@ -144,9 +144,9 @@ TEST(MappedFile, EmptyFileMapsToNothing) {
 }
 
 TEST(MappedFile, MissingFileOrDirectoryIsALoadError) {
-  const std::string missing = ::testing::TempDir() + "no_such_file.bin";
+  const std::string missing = ::nanoserve::testing::temp_dir() + "no_such_file.bin";
   expect_load_error([&] { MappedFile f(missing); }, missing, "file", "cannot open");
-  const std::string dir = ::testing::TempDir() + "a_directory";
+  const std::string dir = ::nanoserve::testing::temp_dir() + "a_directory";
   std::filesystem::create_directories(dir);
   expect_load_error([&] { MappedFile f(dir); }, dir, "file", "directory");
 }

@@ -75,7 +75,7 @@ TEST(ModelLoader, AFileOfNoKnownFormatSaysItWasReadAsLlama2c) {
 }
 
 TEST(ModelLoader, DirectoryWithoutCheckpointNamesTheMissingFile) {
-  const std::string dir = ::testing::TempDir() + "not_a_model_dir";
+  const std::string dir = ::nanoserve::testing::temp_dir() + "not_a_model_dir";
   std::filesystem::create_directories(dir);
   EXPECT_EQ(detect_model_format(dir, nullptr), ModelFormat::kHuggingFace);
   expect_load_error([&] { load_model(dir); }, dir + "/config.json", "file");

@@ -29,7 +29,7 @@ Model hf_micro(bool tied) {
 /// Writes an HF checkpoint directory under the test's temp dir and returns its path.
 std::string write_hf_dir(const std::string& name, const std::string& config,
                          const std::vector<uint8_t>& safetensors) {
-  const std::string dir = ::testing::TempDir() + name;
+  const std::string dir = ::nanoserve::testing::temp_dir() + name;
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/config.json") << config;
   std::ofstream st(dir + "/model.safetensors", std::ios::binary);

@@ -206,12 +206,12 @@ TEST(HfLoaderBadInput, MissingAbsurdOrInconsistentConfigValuesAreRejected) {
 }
 
 TEST(HfLoaderBadInput, DirectoryProblemsNameTheMissingFile) {
-  const std::string dir = ::testing::TempDir() + "hf_sharded";
+  const std::string dir = ::nanoserve::testing::temp_dir() + "hf_sharded";
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/config.json") << good().config_json;
   std::ofstream(dir + "/model.safetensors.index.json") << "{}";
   expect_load_error([&] { load_hf_model(dir); }, dir + "/model.safetensors", "file", "sharded");
-  const std::string empty = ::testing::TempDir() + "hf_empty";
+  const std::string empty = ::nanoserve::testing::temp_dir() + "hf_empty";
   std::filesystem::create_directories(empty);
   expect_load_error([&] { load_hf_model(empty); }, empty + "/config.json", "file", "cannot open");
 }

@@ -201,7 +201,7 @@ TEST(Llama2cLoader, SaveRefusesConfigsTheFormatCannotHold) {
 }
 
 TEST(Llama2cLoader, MissingFileIsALoadError) {
-  const std::string missing = ::testing::TempDir() + "missing.bin";
+  const std::string missing = ::nanoserve::testing::temp_dir() + "missing.bin";
   expect_load_error([&] { load_llama2c(missing); }, missing, "file");
 }
 

@@ -41,7 +41,7 @@ TEST(ModelBundle, ALlama2cModelWithoutTokenizerIsAClearError) {
   ModelConfig c = synthetic_config("tiny");
   c.vocab_size = 300;
   const Model m = make_synthetic_model(c, 1);
-  const std::string dir = ::testing::TempDir() + "bundle_lonely";
+  const std::string dir = ::nanoserve::testing::temp_dir() + "bundle_lonely";
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/model.bin";
   const std::vector<uint8_t> bytes = save_llama2c(m);

@@ -155,7 +155,7 @@ TEST(HfTokenizerJson, RejectsBadSpecialTokensInConfig) {
 }
 
 TEST(HfTokenizerJson, LoadNeedsTokenizerConfigBesideIt) {
-  std::filesystem::create_directories(::testing::TempDir() + "nanoserve_lonely/");
+  std::filesystem::create_directories(::nanoserve::testing::temp_dir() + "nanoserve_lonely/");
   const std::string path = testing::write_temp_file("nanoserve_lonely/tokenizer.json",
                                                     std::vector<uint8_t>{'{', '}'});
   try {
