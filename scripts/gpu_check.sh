@@ -23,6 +23,11 @@ elapsed() { echo $(( $(date +%s) - start )); }
 step() { echo; echo "== [$(elapsed)s] $*"; }
 
 bin=gpu_carry/bin
+if [[ ! -d "$bin" && -f gpu_carry.tar.xz ]]; then
+  step "unpacking gpu_carry.tar.xz"
+  tar -xJf gpu_carry.tar.xz 2>/dev/null ||
+    python3 -c "import tarfile; tarfile.open('gpu_carry.tar.xz').extractall()" || exit 1
+fi
 if [[ "${1:-}" == "--build" || ! -d "$bin" ]]; then
   step "building the cuda preset here"
   cmake --preset cuda >/dev/null && cmake --build --preset cuda -j "$(nproc)" || exit 1

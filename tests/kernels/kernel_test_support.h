@@ -32,7 +32,7 @@ class DeviceTest : public ::testing::Test {
   }
 };
 
-/// rief Tests use the engine's owning device array.
+/// \brief Tests use the engine's owning device array.
 using ::nanoserve::DeviceBuffer;
 
 /// \brief Expects `run` to throw CudaError with `code` and a message containing `fragment`.

@@ -163,11 +163,13 @@ TYPED_TEST(PagedDecodeTyped, SeveralQueriesPerSequenceAreCausalAmongThemselves) 
 }
 
 TEST(PagedDecode, Bf16MatchesOracleAndContiguous) {
+  if (!testing::have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   check_paged_decode<__nv_bfloat16>({4, 1, 64}, {1, 16, 17, 300}, 16, 1, kRuns);
   check_paged_decode<__nv_bfloat16>({4, 1, 64}, {3, 16, 17}, 16, 3, kRuns);
 }
 
 TEST(PagedDecode, ShortClampedAndEmptyContextsFollowTheContract) {
+  if (!testing::have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   // q_len 3: length 2 leaves query 0 at position -1 (zeros); 0 and -4: all zeros. Sequence 2
   // fills its whole table row (2 blocks of 8, no spare entry) and claims 99 tokens: clamped to
   // the 16 its row reaches. The contiguous kernels have no such contract to compare with.
@@ -182,6 +184,7 @@ TEST(PagedDecode, ShortClampedAndEmptyContextsFollowTheContract) {
 }
 
 TEST(PagedDecode, BadBlockIdPoisonsOnlyItsSequence) {
+  if (!testing::have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   // Sequence 1's second block id points past the pool: its output must be NaN (not a read
   // outside the pool — ASan checks that in the sanitizer build), the others exact.
   const AttentionHeads heads{4, 2, 16};
@@ -255,6 +258,7 @@ TEST(PagedDecodeArgs, RejectsBadArguments) {
 }
 
 TEST(PagedDecode, AutoVersionFallsBackToV01ForWidthsV02CannotLoad) {
+  if (!testing::have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   // head_dim 12 fp16: 24-byte rows, no 16-byte vectors; auto must pick v01 and be right.
   check_paged_decode<__half>({2, 1, 12}, {3, 9, 17}, 4, 2, {{0, true, 8}});
 }

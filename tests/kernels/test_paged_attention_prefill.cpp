@@ -129,10 +129,12 @@ TYPED_TEST(PagedPrefillTyped, MatchesAcrossGqaRatiosAndHeadWidths) {
 }
 
 TEST(PagedPrefill, Bf16MixedBatchMatchesOracleAndContiguous) {
+  if (!testing::have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   check_paged_prefill<__nv_bfloat16>({4, 1, 64}, kMixedBatch, 16);
 }
 
 TEST(PagedPrefill, AgreesWithMultiQueryDecodeOnVerificationRows) {
+  if (!testing::have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   // Speculative verification can run through either kernel: 4 new tokens per sequence.
   const AttentionHeads heads{8, 2, 32};
   const Batch batch = make_batch({{12, 4}, {60, 4}, {0, 4}});
@@ -147,6 +149,7 @@ TEST(PagedPrefill, AgreesWithMultiQueryDecodeOnVerificationRows) {
 }
 
 TEST(PagedPrefill, BadBlockIdPoisonsOnlyItsSequence) {
+  if (!testing::have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   const AttentionHeads heads{4, 2, 16};
   const Batch batch = make_batch({{20, 3}, {30, 10}, {5, 5}});
   testing::HostPagedKv<float> p = testing::make_paged_kv<float>(7, batch.lens, 16, 32);

@@ -47,6 +47,7 @@ TYPED_TEST(RmsnormTyped, EveryVersionMatchesTheOracleOnAwkwardSizes) {
 }
 
 TEST(Rmsnorm, WorksInPlaceInEveryVersion) {
+  if (!testing::have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   constexpr int kRows = 3, kDim = 300;
   const std::vector<float> x = random_values(4, 0, kRows * kDim, 1.0f);
   const std::vector<float> gain = random_values(4, 1, kDim, 0.2f, 1.0f);
@@ -61,6 +62,7 @@ TEST(Rmsnorm, WorksInPlaceInEveryVersion) {
 }
 
 TEST(Rmsnorm, NormalisesAHandComputedRow) {
+  if (!testing::have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   // x = (3, 4): mean(x²) = 12.5, so out = x / sqrt(12.5) * gain.
   DeviceBuffer<float> d_x(std::vector<float>{3, 4});
   DeviceBuffer<float> d_gain(std::vector<float>{1, 2});
