@@ -4,9 +4,9 @@
 #include <chrono>
 #include <vector>
 
-#include "common/engine/kv_cache_manager.h"
-#include "common/engine/model_runner.h"
-#include "common/engine/paged_kv_cache.h"
+#include "common/engine/kv/kv_cache_manager.h"
+#include "common/engine/model/model_runner.h"
+#include "common/engine/model/paged_kv_cache.h"
 #include "kernels/device_buffer.h"
 
 namespace nanoserve::bench {
@@ -37,14 +37,14 @@ DecodeResult measure_decode(const engine::DeviceModel& model, int batch, int con
   const ModelConfig& c = model.config();
   const int final_len = context + warmup + steps;
   const int blocks_per_seq = (final_len + block_size - 1) / block_size;
-  KVCacheManager manager(batch * blocks_per_seq, block_size, /*enable_prefix_caching=*/false);
+  engine::KVCacheManager manager(batch * blocks_per_seq, block_size, /*enable_prefix_caching=*/false);
   engine::PagedKVCache cache(c, model.dtype(), manager, std::min(c.max_seq_len, final_len));
   engine::ModelRunner runner(model, {batch, batch});
 
   // Each sequence starts with `context` positions reserved (their K/V are the pool's zeros).
-  std::vector<Sequence> seqs(static_cast<std::size_t>(batch));
+  std::vector<engine::Sequence> seqs(static_cast<std::size_t>(batch));
   for (int b = 0; b < batch; ++b) {
-    Sequence& s = seqs[static_cast<std::size_t>(b)];
+    engine::Sequence& s = seqs[static_cast<std::size_t>(b)];
     s.seq_id = b;
     for (int p = 0; p < context; ++p) s.token_ids.push_back((p * 31 + b) % c.vocab_size);
     manager.allocate(s);
@@ -52,7 +52,7 @@ DecodeResult measure_decode(const engine::DeviceModel& model, int batch, int con
   }
   auto step = [&] {
     engine::ForwardBatch fb;
-    for (Sequence& s : seqs) {
+    for (engine::Sequence& s : seqs) {
       const int pos = s.num_tokens();
       s.token_ids.push_back((pos * 17 + int(s.seq_id)) % c.vocab_size);
       manager.append_slot(s);  // no copies: nothing is shared

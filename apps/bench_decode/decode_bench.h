@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/engine/device_model.h"
+#include "common/engine/model/device_model.h"
 
 namespace nanoserve::bench {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "apps/bench_decode/decode_bench.h"
-#include "common/engine/device_info.h"
+#include "common/engine/model/device_info.h"
 #include "common/error.h"
 #include "common/loaders/synthetic_model.h"
 #include "common/model_bundle.h"

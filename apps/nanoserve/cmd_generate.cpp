@@ -5,9 +5,9 @@
 
 #include "apps/nanoserve/commands.h"
 #include "apps/nanoserve/model_source.h"
-#include "common/engine/device_info.h"
-#include "common/engine/device_model.h"
-#include "common/engine/kernel_backend.h"
+#include "common/engine/model/device_info.h"
+#include "common/engine/model/device_model.h"
+#include "common/engine/decode/kernel_backend.h"
 #include "common/error.h"
 #include "common/generation/generate.h"
 #include "common/model_bundle.h"

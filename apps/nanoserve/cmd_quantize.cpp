@@ -16,7 +16,7 @@
 
 #include "apps/nanoserve/commands.h"
 #include "common/data_path.h"
-#include "common/engine/quantized_bundle.h"
+#include "common/engine/model/quantized_bundle.h"
 #include "common/error.h"
 #include "common/eval/documents.h"
 #include "common/model_bundle.h"

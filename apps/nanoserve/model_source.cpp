@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "common/engine/quantized_bundle.h"
-#include "common/engine/quantized_device_model.h"
+#include "common/engine/model/quantized_bundle.h"
+#include "common/engine/model/quantized_device_model.h"
 #include "common/model_bundle.h"
 
 namespace nanoserve::cli {

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "common/engine/device_model.h"
+#include "common/engine/model/device_model.h"
 #include "common/model.h"
 #include "common/quant/quantized_model.h"
 #include "common/tokenizer/tokenizer.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "common/engine/kv_slot_table.h"
+#include "common/engine/kv/kv_slot_table.h"
 #include "common/error.h"
 #include "common/loaders/synthetic_model.h"
 
@@ -23,7 +23,7 @@ void print_kv_per_token(const ModelConfig& c, int bytes, int max_seq_len, nlohma
                      {"max_seq_len", max_seq_len}, {"bytes_per_request", per_token * max_seq_len}});
 }
 
-UtilizationResult replay_utilization(const std::vector<engine::RequestShape>& requests,
+UtilizationResult replay_utilization(const std::vector<harness::RequestShape>& requests,
                                      int max_seq_len, std::int64_t bytes_per_token) {
   engine::KVSlotTable table(static_cast<int>(requests.size()), max_seq_len, bytes_per_token);
   UtilizationResult r;

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/format_bytes.h"
-#include "common/engine/kv_memory.h"
-#include "common/engine/request_mix.h"
+#include "common/engine/kv/kv_memory.h"
+#include "common/harness/request_mix.h"
 #include "common/model_config.h"
 
 namespace nanoserve::ch01 {
@@ -24,7 +24,7 @@ void print_kv_per_token(const ModelConfig& config, int bytes_per_element, int ma
 
 /// \brief One request of the utilization replay, at the moment it finished.
 struct RequestUsage {
-  engine::RequestShape shape;  ///< its lengths
+  harness::RequestShape shape;  ///< its lengths
   int cached = 0;              ///< positions it filled
   std::int64_t reserved = 0;   ///< bytes its slot reserved
   std::int64_t used = 0;       ///< bytes it filled
@@ -45,7 +45,7 @@ struct UtilizationResult {
 /// request frees its slot when its last token is sampled. Only the bookkeeping runs (the
 /// values in the cache do not change the bytes). Throws `InvalidArgument` if a request does not
 /// fit `max_seq_len`.
-UtilizationResult replay_utilization(const std::vector<engine::RequestShape>& requests,
+UtilizationResult replay_utilization(const std::vector<harness::RequestShape>& requests,
                                      int max_seq_len, std::int64_t bytes_per_token);
 
 /// \brief Prints the per-request table and the two utilization figures.

@@ -18,9 +18,10 @@
 
 #include "chapters/ch01_naive_kv_cache/kv_tables.h"
 #include "chapters/ch01_naive_kv_cache/step_probe.h"
-#include "common/engine/device_info.h"
-#include "common/engine/device_model.h"
-#include "common/engine/kernel_backend.h"
+#include "common/harness/clocks.h"
+#include "common/engine/model/device_info.h"
+#include "common/engine/model/device_model.h"
+#include "common/engine/decode/kernel_backend.h"
 #include "common/model_bundle.h"
 #include "common/oracle/oracle_backend.h"
 #include "common/report.h"
@@ -96,7 +97,7 @@ void print_latency(const std::vector<ModeRun>& runs, bool check, nlohmann::json&
     std::printf("\n(no forward pass ran: with --steps 0 the prompt is the whole output)\n");
     return;
   }
-  std::printf("\n== per-step latency (ms of %s; %s) ==\n", step_clock_name(),
+  std::printf("\n== per-step latency (ms of %s; %s) ==\n", harness::step_clock_name(),
               std::string(engine::kernel_backend()) == "sim"
                   ? "CPU-simulator timings: they show the trend, not GPU speed"
                   : "logits copied to the host");
@@ -158,7 +159,7 @@ int run(const Args& a) {
               format_bytes(dm.weight_bytes()).c_str());
 
   nlohmann::json report = make_report("ch01_naive_kv_cache", engine::kernel_backend(), device);
-  report["step_clock"] = step_clock_name();
+  report["step_clock"] = harness::step_clock_name();
   nlohmann::json& records = report["records"];
   const std::vector<int> prompt = tok.encode(a.prompt, /*add_bos=*/true, /*add_eos=*/false);
 
@@ -195,9 +196,9 @@ int run(const Args& a) {
                 r.kv_positions, format_bytes(r.kv_used).c_str(), format_bytes(r.kv_reserved).c_str(),
                 100.0 * double(r.kv_used) / double(r.kv_reserved));
   }
-  const std::vector<engine::RequestShape> batch = engine::mixed_length_requests();
+  const std::vector<harness::RequestShape> batch = harness::mixed_length_requests();
   int longest = 0;
-  for (const engine::RequestShape& r : batch) longest = std::max(longest, r.cached_positions());
+  for (const harness::RequestShape& r : batch) longest = std::max(longest, r.cached_positions());
   if (longest <= max_seq_len) {
     print_utilization(replay_utilization(batch, max_seq_len, c.kv_bytes_per_token(dtype_bytes(dtype))),
                       max_seq_len, records);

@@ -1,27 +1,8 @@
 #include "chapters/ch01_naive_kv_cache/step_probe.h"
 
-#include <time.h>
-
-#include <chrono>
-
-#include "kernels/cuda_compat.h"
+#include "common/harness/clocks.h"
 
 namespace nanoserve::ch01 {
-
-namespace {
-double now_ms() {
-#if NANOSERVE_REAL_CUDA
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch()).count();
-#else
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
-#endif
-}
-}  // namespace
-
-const char* step_clock_name() { return NANOSERVE_REAL_CUDA ? "wall time" : "CPU time"; }
 
 StepProbe::StepProbe(engine::KernelBackend& inner, DecodeBackend* oracle, Tolerance tolerance)
     : inner_(inner), oracle_(oracle), tolerance_(tolerance) {}
@@ -39,9 +20,9 @@ std::vector<float> StepProbe::forward(const std::vector<int>& tokens, int start_
   r.step = static_cast<int>(steps_.size());
   r.position = start_pos + static_cast<int>(tokens.size()) - 1;
   const long long rows_before = inner_.rows_computed();
-  const double t0 = now_ms();
+  const double t0 = 1e3 * harness::step_seconds();
   std::vector<float> logits = inner_.forward(tokens, start_pos);
-  r.ms = now_ms() - t0;
+  r.ms = 1e3 * harness::step_seconds() - t0;
   r.rows = inner_.rows_computed() - rows_before;
   if (oracle_ != nullptr) {  // outside the timed region: the oracle's time is not the engine's
     const CloseResult c = allclose(logits, oracle_->forward(tokens, start_pos), tolerance_);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/allclose.h"
-#include "common/engine/kernel_backend.h"
+#include "common/engine/decode/kernel_backend.h"
 #include "common/generation/generate.h"
 
 namespace nanoserve::ch01 {
@@ -18,14 +18,9 @@ struct StepRecord {
   int step = 0;         ///< 0 = the prompt, then one per fed-back token
   int position = 0;     ///< position of the last token of the call
   long long rows = 0;   ///< token rows the model computed (no-cache: the whole prefix)
-  double ms = 0;        ///< time of the call, logits on the host included (see step_clock_name)
+  double ms = 0;        ///< time of the call, logits on the host included (`harness::step_seconds()`)
   double max_abs_diff = -1;  ///< max |logit − oracle logit|; -1 without --check
 };
-
-/// \brief What `StepRecord::ms` measures: "wall time" on a GPU; "CPU time" of the process in
-/// the simulator, where the kernels are CPU work and wall time would also count whatever else
-/// the machine runs (a shared machine can stretch it several-fold).
-const char* step_clock_name();
 
 /// \brief A `DecodeBackend` that forwards to a `KernelBackend` and records each call.
 class StepProbe final : public DecodeBackend {

@@ -15,12 +15,13 @@
 #include <vector>
 
 #include "chapters/ch02_paged_kv_cache/chat_script.h"
-#include "chapters/ch02_paged_kv_cache/format.h"
+#include "common/format_bytes.h"
+#include "common/harness/clocks.h"
 #include "chapters/ch02_paged_kv_cache/multiturn.h"
 #include "chapters/ch02_paged_kv_cache/parallel_sampling.h"
 #include "chapters/ch02_paged_kv_cache/utilization.h"
-#include "common/engine/device_info.h"
-#include "common/engine/device_model.h"
+#include "common/engine/model/device_info.h"
+#include "common/engine/model/device_model.h"
 #include "common/model_bundle.h"
 #include "common/report.h"
 
@@ -68,7 +69,7 @@ void run_utilization(const ModelConfig& c, DType dtype, const Args& a, nlohmann:
   u.slots = a.slots;
   u.block_size = a.block_size;
   u.bytes_per_token = c.kv_bytes_per_token(dtype_bytes(dtype));
-  const std::vector<engine::RequestShape> batch = engine::mixed_length_requests();
+  const std::vector<harness::RequestShape> batch = harness::mixed_length_requests();
   print_utilization(replay_utilization(batch, u), batch, u, records);
   print_block_size_sweep(batch, u, a.sweep, records);
 }

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "chapters/ch02_paged_kv_cache/format.h"
-#include "common/engine/paged_backend.h"
+#include "common/format_bytes.h"
+#include "common/harness/clocks.h"
+#include "common/engine/decode/paged_backend.h"
 #include "common/error.h"
 #include "common/generation/generate.h"
 
@@ -32,7 +33,7 @@ MultiturnRun run_multiturn(const engine::DeviceModel& model, const Tokenizer& to
     throw InvalidArgument("multiturn: block size, blocks and new tokens must be >= 1, turn and "
                           "session limits >= 0");
   }
-  KVCacheManager manager(c.num_blocks, c.block_size, prefix_caching);
+  engine::KVCacheManager manager(c.num_blocks, c.block_size, prefix_caching);
   engine::PagedKVCache cache(model.config(), model.dtype(), manager);
   engine::ModelRunner runner(model, {cache.max_seq_len(), 1});
   const std::vector<int> system = tokenizer.encode(script.system, /*add_bos=*/true, false);
@@ -51,7 +52,7 @@ MultiturnRun run_multiturn(const engine::DeviceModel& model, const Tokenizer& to
   opt.stop_tokens = {tokenizer.eos_id(), tokenizer.bos_id()};
   MultiturnRun run;
   run.prefix_caching = prefix_caching;
-  const double cpu0 = process_cpu_seconds(), wall0 = wall_seconds();
+  const double cpu0 = harness::process_cpu_seconds(), wall0 = harness::wall_seconds();
   std::int64_t next_id = 0;
   for (std::size_t t = 0; t < most_turns; ++t) {
     for (SessionState& s : sessions) {
@@ -83,8 +84,8 @@ MultiturnRun run_multiturn(const engine::DeviceModel& model, const Tokenizer& to
       run.turns.push_back(std::move(rec));
     }
   }
-  run.cpu_seconds = process_cpu_seconds() - cpu0;
-  run.wall_seconds = wall_seconds() - wall0;
+  run.cpu_seconds = harness::process_cpu_seconds() - cpu0;
+  run.wall_seconds = harness::wall_seconds() - wall0;
   run.metrics = manager.metrics();
   return run;
 }
@@ -129,7 +130,7 @@ bool print_multiturn(const MultiturnRun& off, const MultiturnRun& on, const Mult
   std::printf("\n  %-18s %10s %10s %9s %8s %10s %9s %9s\n", "mode", "computed", "skipped",
               "block hit", "evicted", "rows", "CPU s", "wall s");
   for (const MultiturnRun* r : {&off, &on}) {
-    const KVCacheMetrics& m = r->metrics;
+    const engine::KVCacheMetrics& m = r->metrics;
     const char* mode = r->prefix_caching ? "prefix caching on" : "prefix caching off";
     std::printf("  %-18s %10lld %10lld %8.1f%% %8lld %10lld %9.2f %9.2f\n", mode,
                 m.prefill_tokens_computed, m.prefill_tokens_skipped, 100.0 * m.hit_rate(),

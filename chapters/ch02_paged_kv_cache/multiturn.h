@@ -20,8 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "chapters/ch02_paged_kv_cache/chat_script.h"
-#include "common/engine/device_model.h"
-#include "common/engine/kv_cache_manager.h"
+#include "common/engine/model/device_model.h"
+#include "common/engine/kv/kv_cache_manager.h"
 #include "common/tokenizer/tokenizer.h"
 
 namespace nanoserve::ch02 {
@@ -49,7 +49,7 @@ struct TurnRecord {
 struct MultiturnRun {
   bool prefix_caching = false;     ///< the mode
   std::vector<TurnRecord> turns;   ///< in the order they ran
-  KVCacheMetrics metrics;          ///< the manager's counters at the end
+  engine::KVCacheMetrics metrics;          ///< the manager's counters at the end
   long long rows_computed = 0;     ///< token rows through the model (prefill and decode)
   double cpu_seconds = 0;          ///< process CPU time of the run
   double wall_seconds = 0;         ///< wall time of the run

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "chapters/ch02_paged_kv_cache/format.h"
-#include "common/engine/kv_cache_manager.h"
-#include "common/engine/model_runner.h"
-#include "common/engine/paged_kv_cache.h"
+#include "common/format_bytes.h"
+#include "common/harness/clocks.h"
+#include "common/engine/kv/kv_cache_manager.h"
+#include "common/engine/model/model_runner.h"
+#include "common/engine/model/paged_kv_cache.h"
 #include "common/error.h"
 #include "common/sampling/sampler.h"
 
@@ -14,9 +15,9 @@ namespace nanoserve::ch02 {
 namespace {
 
 // A batch of one chunk per sequence, every row's logits wanted.
-engine::ForwardBatch batch_of(const std::vector<const Sequence*>& seqs, int rows_each) {
+engine::ForwardBatch batch_of(const std::vector<const engine::Sequence*>& seqs, int rows_each) {
   engine::ForwardBatch b;
-  for (const Sequence* s : seqs) {
+  for (const engine::Sequence* s : seqs) {
     const int start = rows_each > 0 ? s->num_tokens() - rows_each : 0;
     b.chunks.push_back({static_cast<int>(s->seq_id), start, s->num_tokens() - start});
     b.tokens.insert(b.tokens.end(), s->token_ids.begin() + start, s->token_ids.end());
@@ -36,7 +37,7 @@ ParallelSamplingRun run_parallel_sampling(const engine::DeviceModel& model,
                           "and the temperature > 0");
   }
   const int vocab = model.config().vocab_size;
-  KVCacheManager manager(c.num_blocks, c.block_size, /*enable_prefix_caching=*/false);
+  engine::KVCacheManager manager(c.num_blocks, c.block_size, /*enable_prefix_caching=*/false);
   engine::PagedKVCache cache(model.config(), model.dtype(), manager);
   if (prompt.empty() || int(prompt.size()) + c.max_new_tokens > cache.max_seq_len()) {
     throw InvalidArgument("parallel-sampling: a " + std::to_string(prompt.size()) +
@@ -50,7 +51,7 @@ ParallelSamplingRun run_parallel_sampling(const engine::DeviceModel& model,
   ParallelSamplingRun run;
   run.shared = shared;
   run.samples.resize(std::size_t(c.n));
-  std::vector<Sequence> seqs(std::size_t(c.n));
+  std::vector<engine::Sequence> seqs(std::size_t(c.n));
   for (int i = 0; i < c.n; ++i) {
     seqs[std::size_t(i)].seq_id = i;
     seqs[std::size_t(i)].token_ids = prompt;
@@ -58,9 +59,9 @@ ParallelSamplingRun run_parallel_sampling(const engine::DeviceModel& model,
     seqs[std::size_t(i)].sampling.top_p = c.top_p;
     seqs[std::size_t(i)].sampling.seed = c.seed + std::uint64_t(i);
   }
-  const double cpu0 = process_cpu_seconds();
+  const double cpu0 = harness::process_cpu_seconds();
   // The prompt: one prefill shared by n forks, or n prefills (one batch of n chunks).
-  std::vector<const Sequence*> prefilled;
+  std::vector<const engine::Sequence*> prefilled;
   for (int i = 0; i < (shared ? 1 : c.n); ++i) {
     manager.allocate(seqs[std::size_t(i)]);
     prefilled.push_back(&seqs[std::size_t(i)]);
@@ -76,12 +77,12 @@ ParallelSamplingRun run_parallel_sampling(const engine::DeviceModel& model,
   run.peak_blocks = run.prompt_blocks;
 
   // Decode: sample every live sequence's next token, then one batched pass over them all.
-  std::vector<Sequence*> live;
-  for (Sequence& s : seqs) live.push_back(&s);
+  std::vector<engine::Sequence*> live;
+  for (engine::Sequence& s : seqs) live.push_back(&s);
   while (!live.empty()) {
-    std::vector<Sequence*> next;
+    std::vector<engine::Sequence*> next;
     for (std::size_t k = 0; k < live.size(); ++k) {
-      Sequence& s = *live[k];
+      engine::Sequence& s = *live[k];
       const int token = sample(logits.data() + k * std::size_t(vocab), vocab, s.sampling,
                                std::uint64_t(s.num_tokens()));
       std::vector<int>& out = run.samples[std::size_t(s.seq_id)];
@@ -97,9 +98,9 @@ ParallelSamplingRun run_parallel_sampling(const engine::DeviceModel& model,
     }
     live = std::move(next);
     if (live.empty()) break;
-    std::vector<BlockCopy> copies;
-    for (Sequence* s : live) {
-      const std::vector<BlockCopy> c1 = manager.append_slot(*s);  // COW of a shared last block
+    std::vector<engine::BlockCopy> copies;
+    for (engine::Sequence* s : live) {
+      const std::vector<engine::BlockCopy> c1 = manager.append_slot(*s);  // COW of a shared last block
       copies.insert(copies.end(), c1.begin(), c1.end());
     }
     cache.copy_blocks(copies, 0);  // before the pass that writes into the copies
@@ -108,7 +109,7 @@ ParallelSamplingRun run_parallel_sampling(const engine::DeviceModel& model,
     run.decode_rows += static_cast<long long>(live.size());
     ++run.decode_steps;
   }
-  run.cpu_seconds = process_cpu_seconds() - cpu0;
+  run.cpu_seconds = harness::process_cpu_seconds() - cpu0;
   run.block_copies = manager.metrics().block_copies;
   const std::string broken = manager.check_invariants();
   if (!broken.empty()) throw Error("parallel-sampling: KV cache invariant broken: " + broken);

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/engine/device_model.h"
+#include "common/engine/model/device_model.h"
 
 namespace nanoserve::ch02 {
 

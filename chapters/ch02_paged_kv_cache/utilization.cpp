@@ -2,15 +2,16 @@
 
 #include <cstdio>
 
-#include "chapters/ch02_paged_kv_cache/format.h"
-#include "common/engine/kv_cache_manager.h"
-#include "common/engine/kv_slot_table.h"
+#include "common/format_bytes.h"
+#include "common/harness/clocks.h"
+#include "common/engine/kv/kv_cache_manager.h"
+#include "common/engine/kv/kv_slot_table.h"
 #include "common/error.h"
 
 namespace nanoserve::ch02 {
 namespace {
 
-void validate(const std::vector<engine::RequestShape>& requests, const UtilizationConfig& c) {
+void validate(const std::vector<harness::RequestShape>& requests, const UtilizationConfig& c) {
   if (c.max_seq_len < 1 || c.slots < 1 || c.block_size < 1 || c.bytes_per_token < 1) {
     throw InvalidArgument("utilization: max_seq_len, slots, block_size and bytes_per_token must "
                           "all be >= 1");
@@ -21,7 +22,7 @@ void validate(const std::vector<engine::RequestShape>& requests, const Utilizati
                           " requests but the budget holds only " + std::to_string(c.slots) +
                           " naive slots");
   }
-  for (const engine::RequestShape& r : requests) {
+  for (const harness::RequestShape& r : requests) {
     if (r.prompt_tokens < 1 || r.output_tokens < 1 || r.cached_positions() > c.max_seq_len) {
       throw InvalidArgument("utilization: request '" + r.name + "' needs " +
                             std::to_string(r.cached_positions()) +
@@ -42,14 +43,14 @@ int paged_blocks(const UtilizationConfig& c) {
 
 // Requests of the workload, cycled, admitted in order at their full lengths until the first
 // that finds too few free blocks.
-int paged_fit_at_once(const std::vector<engine::RequestShape>& requests, int num_blocks,
+int paged_fit_at_once(const std::vector<harness::RequestShape>& requests, int num_blocks,
                       int block_size) {
-  KVCacheManager manager(num_blocks, block_size, /*enable_prefix_caching=*/false);
+  engine::KVCacheManager manager(num_blocks, block_size, /*enable_prefix_caching=*/false);
   int admitted = 0;
   for (;; ++admitted) {
-    Sequence s;
+    engine::Sequence s;
     s.seq_id = admitted;
-    const engine::RequestShape& r = requests[std::size_t(admitted) % requests.size()];
+    const harness::RequestShape& r = requests[std::size_t(admitted) % requests.size()];
     s.token_ids.assign(std::size_t(r.cached_positions()), 0);
     if (!manager.can_allocate(s)) return admitted;
     manager.allocate(s);  // every request takes >= 1 block, so the loop ends
@@ -58,13 +59,13 @@ int paged_fit_at_once(const std::vector<engine::RequestShape>& requests, int num
 
 }  // namespace
 
-std::vector<CacheUtilization> replay_utilization(const std::vector<engine::RequestShape>& requests,
+std::vector<CacheUtilization> replay_utilization(const std::vector<harness::RequestShape>& requests,
                                                  const UtilizationConfig& c) {
   validate(requests, c);
   const int num_blocks = paged_blocks(c);
   const std::size_t n = requests.size();
   engine::KVSlotTable naive(c.slots, c.max_seq_len, c.bytes_per_token);
-  KVCacheManager paged(num_blocks, c.block_size, /*enable_prefix_caching=*/false);
+  engine::KVCacheManager paged(num_blocks, c.block_size, /*enable_prefix_caching=*/false);
   CacheUtilization nu, pu;
   nu.cache = "naive";
   nu.capacity_bytes = naive.capacity_bytes();
@@ -75,7 +76,7 @@ std::vector<CacheUtilization> replay_utilization(const std::vector<engine::Reque
   pu.request_reserved.assign(n, 0);
 
   std::vector<int> slot(n);
-  std::vector<Sequence> seqs(n);
+  std::vector<engine::Sequence> seqs(n);
   std::vector<bool> live(n, true);
   for (std::size_t i = 0; i < n; ++i) {
     slot[i] = naive.allocate();  // a naive slot is reserved in full when the request starts
@@ -85,7 +86,7 @@ std::vector<CacheUtilization> replay_utilization(const std::vector<engine::Reque
   for (int step = 0, remaining = int(n); remaining > 0; ++step) {
     for (std::size_t i = 0; i < n; ++i) {
       if (!live[i]) continue;
-      Sequence& s = seqs[i];
+      engine::Sequence& s = seqs[i];
       try {
         if (step == 0) {  // the prompt
           naive.write(slot[i], 0, requests[i].prompt_tokens);
@@ -96,12 +97,12 @@ std::vector<CacheUtilization> replay_utilization(const std::vector<engine::Reque
           s.token_ids.push_back(0);
           paged.append_slot(s);
         }
-      } catch (const BlockPoolExhausted& e) {
+      } catch (const engine::BlockPoolExhausted& e) {
         throw InvalidArgument(std::string("utilization: the batch does not fit the paged budget: ") +
                               e.what());
       }
     }
-    const KVCacheMetrics m = paged.metrics();
+    const engine::KVCacheMetrics m = paged.metrics();
     nu.reserved_over_time.push_back(naive.reserved_bytes());
     nu.used_over_time.push_back(naive.used_bytes());
     pu.reserved_over_time.push_back(m.allocated_slots * c.bytes_per_token);
@@ -114,7 +115,7 @@ std::vector<CacheUtilization> replay_utilization(const std::vector<engine::Reque
     for (std::size_t i = 0; i < n; ++i) {
       if (!live[i] || seqs[i].num_tokens() < requests[i].cached_positions()) continue;
       const std::int64_t used = std::int64_t(seqs[i].num_tokens()) * c.bytes_per_token;
-      const BlockTable& table = paged.block_table(seqs[i].seq_id);
+      const engine::BlockTable& table = paged.block_table(seqs[i].seq_id);
       nu.request_reserved[i] = std::int64_t(c.max_seq_len) * c.bytes_per_token;
       pu.request_reserved[i] = std::int64_t(table.num_blocks()) * c.block_size * c.bytes_per_token;
       pu.table_entries += table.num_blocks();
@@ -138,7 +139,7 @@ std::vector<CacheUtilization> replay_utilization(const std::vector<engine::Reque
 }
 
 void print_utilization(const std::vector<CacheUtilization>& r,
-                       const std::vector<engine::RequestShape>& requests,
+                       const std::vector<harness::RequestShape>& requests,
                        const UtilizationConfig& c, nlohmann::json& records) {
   const CacheUtilization& nu = r.at(0);
   const CacheUtilization& pu = r.at(1);
@@ -148,7 +149,7 @@ void print_utilization(const std::vector<CacheUtilization>& r,
   std::printf("  %-11s %6s %6s %6s | %10s %6s | %10s %6s\n", "request", "prompt", "output",
               "cached", "naive res.", "util", "paged res.", "util");
   for (std::size_t i = 0; i < requests.size(); ++i) {
-    const engine::RequestShape& q = requests[i];
+    const harness::RequestShape& q = requests[i];
     const double used = double(q.cached_positions()) * double(c.bytes_per_token);
     std::printf("  %-11s %6d %6d %6d | %10s %5.1f%% | %10s %5.1f%%\n", q.name.c_str(),
                 q.prompt_tokens, q.output_tokens, q.cached_positions(),
@@ -182,7 +183,7 @@ void print_utilization(const std::vector<CacheUtilization>& r,
               nu.used_over_time.size(), format_bytes(pu.capacity_bytes).c_str(), c.block_size);
 }
 
-void print_block_size_sweep(const std::vector<engine::RequestShape>& requests,
+void print_block_size_sweep(const std::vector<harness::RequestShape>& requests,
                             UtilizationConfig c, const std::vector<int>& block_sizes,
                             nlohmann::json& records) {
   std::printf("\n== block-size sweep: the same batch and budget (%d x %d positions) ==\n", c.slots,

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/engine/request_mix.h"
+#include "common/harness/request_mix.h"
 
 namespace nanoserve::ch02 {
 
@@ -60,17 +60,17 @@ struct CacheUtilization {
 /// until the first that does not fit — each cache holds at their full lengths. Returns
 /// {naive, paged}. Throws `InvalidArgument` for sizes < 1, a request longer than
 /// `max_seq_len`, or a batch that does not fit the budget at once.
-std::vector<CacheUtilization> replay_utilization(const std::vector<engine::RequestShape>& requests,
+std::vector<CacheUtilization> replay_utilization(const std::vector<harness::RequestShape>& requests,
                                                  const UtilizationConfig& config);
 
 /// \brief Prints naive vs paged for one block size and appends the records.
 void print_utilization(const std::vector<CacheUtilization>& result,
-                       const std::vector<engine::RequestShape>& requests,
+                       const std::vector<harness::RequestShape>& requests,
                        const UtilizationConfig& config, nlohmann::json& records);
 
 /// \brief Replays the paged cache at each of `block_sizes` under the same budget, prints the
 /// sweep and appends its records.
-void print_block_size_sweep(const std::vector<engine::RequestShape>& requests,
+void print_block_size_sweep(const std::vector<harness::RequestShape>& requests,
                             UtilizationConfig config, const std::vector<int>& block_sizes,
                             nlohmann::json& records);
 

@@ -18,12 +18,14 @@
 #include <utility>
 #include <vector>
 
-#include "chapters/workload_flags.h"
-#include "common/engine/device_info.h"
-#include "common/engine/device_model.h"
-#include "common/engine/model_executor.h"
-#include "common/engine/serving_bench.h"
-#include "common/engine/static_batcher.h"
+#include "common/harness/workload_flags.h"
+#include "common/harness/serving_metrics.h"
+#include "common/engine/model/device_info.h"
+#include "common/engine/model/device_model.h"
+#include "common/engine/serve/model_executor.h"
+#include "common/harness/clocks.h"
+#include "common/harness/workload_options.h"
+#include "common/engine/serve/static_batcher.h"
 #include "common/model_bundle.h"
 #include "common/report.h"
 
@@ -32,7 +34,7 @@ namespace {
 
 struct Args {
   std::string model = default_model_spec();
-  engine::WorkloadOptions workload;
+  harness::WorkloadOptions workload;
   std::vector<int> batch_sizes = {1, 4, 8};
   double max_wait_s = std::numeric_limits<double>::infinity();
   int max_model_len = 256;
@@ -46,7 +48,7 @@ struct Args {
 };
 
 // The first batch of a run, member by member: where its slot idled.
-void print_first_batch(const ServingRun& run, int batch_size) {
+void print_first_batch(const engine::ServingRun& run, int batch_size) {
   const int n = std::min<int>(batch_size, static_cast<int>(run.requests.size()));
   if (n < 2) return;
   int steps = 0;
@@ -55,7 +57,7 @@ void print_first_batch(const ServingRun& run, int batch_size) {
   std::printf("    %4s %7s %9s %10s   slot over the steps (g = generating, . = idle)\n", "req",
               "prompt", "generated", "idle steps");
   for (int i = 0; i < n; ++i) {
-    const Request& r = run.requests[std::size_t(i)];
+    const engine::Request& r = run.requests[std::size_t(i)];
     const int g = r.num_output_tokens();
     std::string bar = std::string(std::size_t(g), 'g') + std::string(std::size_t(steps - g), '.');
     if (bar.size() > 60) bar = bar.substr(0, 57) + "...";
@@ -69,10 +71,10 @@ int run(const Args& a) {
   const ModelConfig& c = b.model.config;
   const std::string device = engine::device_name();  // first: a missing GPU is one clear error
   const engine::DeviceModel dm(b.model, DType::kF32);
-  const engine::ClockKind clock = engine::parse_clock_kind(a.clock);
+  const harness::ClockKind clock = harness::parse_clock_kind(a.clock);
   const std::string model_name = c.name.substr(c.name.find_last_of('/') + 1);
   const int max_model_len = std::min(a.max_model_len, c.max_seq_len);
-  const std::vector<Request> requests = engine::build_workload(a.workload, *b.tokenizer, c.vocab_size);
+  const std::vector<engine::Request> requests = harness::build_workload(a.workload, *b.tokenizer, c.vocab_size);
 
   std::printf("ch03_static_batching: padded static batches, run until their longest member ends\n");
   std::printf("  model    %s (dim %d, %d layers, context %d)%s\n", model_name.c_str(), c.dim,
@@ -81,11 +83,11 @@ int run(const Args& a) {
   std::printf("  device   %s [%s backend], fp32, paged KV (%d blocks of %d)\n", device.c_str(),
               engine::kernel_backend(), a.num_blocks, a.block_size);
   std::printf("  clock    %s%s\n", a.clock.c_str(),
-              clock == engine::ClockKind::kCpu
+              clock == harness::ClockKind::kCpu
                   ? " (each pass charged its process CPU time; idle gaps skipped)"
                   : " (steady clock; arrivals wait in real time)");
   std::printf("  workload %s\n",
-              engine::describe_workload(a.workload, requests.size()).c_str());
+              harness::describe_workload(a.workload, requests.size()).c_str());
   std::printf("  waste    %s\n\n", a.skip_wasted_rows
                                          ? "counted only (--skip-wasted-rows): not computed"
                                          : "padding and idle rows are computed, as a padded batch does");
@@ -94,11 +96,11 @@ int run(const Args& a) {
   report["clock"] = a.clock;
   report["model"] = model_name;
   nlohmann::json& records = report["records"];
-  std::vector<std::pair<std::string, ServingMetrics>> rows;
+  std::vector<std::pair<std::string, harness::ServingMetrics>> rows;
   std::printf("  %5s %9s %9s %9s %9s %8s %8s %8s\n", "batch", "out tok/s", "useful", "padding",
               "idle", "waste", "e2e p50", "e2e p99");
   for (int batch_size : a.batch_sizes) {
-    StaticBatchConfig sc;
+    engine::StaticBatchConfig sc;
     sc.batch_size = batch_size;
     sc.max_wait_s = a.max_wait_s;
     sc.max_model_len = max_model_len;
@@ -107,17 +109,17 @@ int run(const Args& a) {
     engine::ModelExecutorOptions eo = engine::executor_options_for(sc, a.max_tokens_per_step);
     eo.compute_wasted_rows = !a.skip_wasted_rows;
     engine::ModelExecutor executor(dm, eo);
-    const ServingRun run = engine::run_with_clock(clock, executor, [&](Executor& ex, Clock& cl) {
-      return run_static(requests, sc, ex, cl);
+    const engine::ServingRun run = harness::run_with_clock(clock, executor, [&](engine::Executor& ex, engine::Clock& cl) {
+      return engine::run_static(requests, sc, ex, cl);
     });
-    const ServingMetrics m = compute_metrics(run);
+    const harness::ServingMetrics m = harness::compute_metrics(run);
     std::printf("  %5d %9.1f %9lld %9lld %9lld %7.1f%% %8.0f %8.0f\n", batch_size,
                 m.output_tokens_per_s, m.waste.useful_rows, m.waste.padding_rows,
                 m.waste.idle_rows, 100.0 * m.waste.waste_fraction(), 1e3 * m.e2e.p50,
                 1e3 * m.e2e.p99);
     if (batch_size == a.batch_sizes.back()) print_first_batch(run, batch_size);
     rows.emplace_back("static b=" + std::to_string(batch_size), m);
-    nlohmann::json rec = metrics_record("static b=" + std::to_string(batch_size), m);
+    nlohmann::json rec = harness::metrics_record("static b=" + std::to_string(batch_size), m);
     rec["table"] = "static";
     rec["batch_size"] = batch_size;
     rec["rate"] = a.workload.trace.empty() ? a.workload.rate : -1.0;
@@ -126,7 +128,7 @@ int run(const Args& a) {
   }
   std::printf("\n== serving metrics (%s, %s clock; CPU-simulator timings show the trend, not GPU "
               "speed) ==\n", device.c_str(), a.clock.c_str());
-  engine::print_metrics_table(rows);
+  harness::print_metrics_table(rows);
   if (!a.json.empty()) write_json(a.json, report);
   return 0;
 }
@@ -142,7 +144,7 @@ int main(int argc, char** argv) {
   a.workload.output_len = "lognormal:16:1:4:96";
   CLI::App app{"Chapter 3: static batching (see chapters/ch03_static_batching/README.md)"};
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
-  nanoserve::chapters::add_workload_flags(app, a.workload);
+  nanoserve::harness::add_workload_flags(app, a.workload);
   app.add_option("--batch-sizes,-b", a.batch_sizes, "static batch sizes to compare")->capture_default_str()
       ->delimiter(',')->check(CLI::PositiveNumber);
   app.add_option("--max-wait-s", a.max_wait_s, "start a partial batch once its first member waited this long")

@@ -21,9 +21,10 @@
 #include <vector>
 
 #include "chapters/ch04_continuous_batching/serving_runs.h"
-#include "chapters/workload_flags.h"
-#include "common/engine/device_info.h"
-#include "common/engine/scheduler_bench.h"
+#include "common/harness/workload_flags.h"
+#include "common/harness/serving_metrics.h"
+#include "common/engine/model/device_info.h"
+#include "common/harness/scheduler_bench.h"
 #include "common/error.h"
 #include "common/model_bundle.h"
 #include "common/report.h"
@@ -33,8 +34,8 @@ namespace {
 
 struct Args {
   std::string model = default_model_spec();
-  engine::WorkloadOptions workload;
-  SchedulerConfig scheduler;
+  harness::WorkloadOptions workload;
+  engine::SchedulerConfig scheduler;
   bool no_chunked_prefill = false;
   bool no_prefix_caching = false;
   int compare_static = 0;
@@ -49,23 +50,23 @@ struct Args {
 };
 
 // Every request's TTFT and end-to-end latency, for the tutorial's CDF plot.
-nlohmann::json latency_record(const std::string& config, const ServingRun& run) {
+nlohmann::json latency_record(const std::string& config, const engine::ServingRun& run) {
   nlohmann::json ttft = nlohmann::json::array(), e2e = nlohmann::json::array();
-  for (const Request& r : run.requests) {
-    const RequestLatency l = request_latency(r);
+  for (const engine::Request& r : run.requests) {
+    const harness::RequestLatency l = harness::request_latency(r);
     if (l.ttft_s >= 0) ttft.push_back(l.ttft_s);
     if (l.e2e_s >= 0) e2e.push_back(l.e2e_s);
   }
   return {{"table", "latency_cdf"}, {"config", config}, {"ttft_s", ttft}, {"e2e_s", e2e}};
 }
 
-void print_kv_timeline(const ServingRun& run, int every_n_lines) {
+void print_kv_timeline(const engine::ServingRun& run, int every_n_lines) {
   if (run.steps.empty()) return;
   std::printf("\n== KV usage over time (%d blocks) ==\n  %9s %6s %8s %8s %9s %7s\n",
               run.num_kv_blocks, "time ms", "step", "running", "waiting", "KV used", "rows");
   const std::size_t every = std::max<std::size_t>(1, run.steps.size() / std::size_t(every_n_lines));
   for (std::size_t i = 0; i < run.steps.size(); i += every) {
-    const StepSample& s = run.steps[i];
+    const engine::StepSample& s = run.steps[i];
     std::printf("  %9.0f %6zu %8d %8d %8.0f%% %7d\n", 1e3 * (s.time_s - run.start_s), i,
                 s.num_running, s.num_waiting, 100.0 * s.kv_blocks_used / run.num_kv_blocks,
                 s.num_batched_tokens);
@@ -78,10 +79,10 @@ int run_sched_bench(const Args& a) {
               "(no model; host CPU) ==\n  %6s %8s %12s %12s %10s\n", "seqs", "steps",
               "schedule us", "update us", "ns/seq");
   for (int n : a.bench_seqs) {
-    SchedulerBenchOptions o;
+    harness::SchedulerBenchOptions o;
     o.num_seqs = n;
     o.decode_steps = a.tour ? 16 : 64;
-    const SchedulerBenchResult r = bench_scheduler(o);
+    const harness::SchedulerBenchResult r = harness::bench_scheduler(o);
     std::printf("  %6d %8lld %12.1f %12.1f %10.0f\n", r.num_seqs, r.steps, r.schedule_us,
                 r.update_us, r.ns_per_seq());
     report["records"].push_back({{"table", "sched_bench"}, {"num_seqs", r.num_seqs},
@@ -102,7 +103,7 @@ int run(const Args& a, const std::string& sweep) {
   RunSetup s;
   s.model = &dm;
   s.executor = a.executor == "cost-model" ? ExecutorKind::kCostModel : ExecutorKind::kModel;
-  s.clock = engine::parse_clock_kind(a.clock);
+  s.clock = harness::parse_clock_kind(a.clock);
   s.vocab_size = c.vocab_size;
   s.scheduler = a.scheduler;
   s.scheduler.max_model_len = std::min(a.scheduler.max_model_len, c.max_seq_len);
@@ -124,7 +125,7 @@ int run(const Args& a, const std::string& sweep) {
               b.format == ModelFormat::kSynthetic ? " — synthetic: random weights" : "");
   std::printf("  device    %s [%s backend], fp32\n  executor  %s\n", device.c_str(),
               engine::kernel_backend(), describe(s).c_str());
-  const SchedulerConfig& sc = s.scheduler;
+  const engine::SchedulerConfig& sc = s.scheduler;
   std::printf("  scheduler max_num_seqs %d, max_num_batched_tokens %d, chunked prefill %s, "
               "prefix caching %s,\n            KV pool %d blocks of %d, max_model_len %d\n",
               sc.max_num_seqs, sc.max_num_batched_tokens, sc.enable_chunked_prefill ? "on" : "off",
@@ -136,9 +137,9 @@ int run(const Args& a, const std::string& sweep) {
   report["executor"] = a.executor;
   report["model"] = model_name;
   nlohmann::json& records = report["records"];
-  const std::vector<Request> requests = engine::build_workload(a.workload, *b.tokenizer, c.vocab_size);
+  const std::vector<engine::Request> requests = harness::build_workload(a.workload, *b.tokenizer, c.vocab_size);
   std::printf("  workload  %s\n",
-              engine::describe_workload(a.workload, requests.size()).c_str());
+              harness::describe_workload(a.workload, requests.size()).c_str());
 
   if (sweep == "sweep-rate") {
     if (!a.workload.trace.empty()) {
@@ -155,25 +156,25 @@ int run(const Args& a, const std::string& sweep) {
   } else if (sweep == "sweep-pool") {
     sweep_pool(s, requests, a.pool_blocks, records);
   } else {
-    std::vector<std::pair<std::string, ServingMetrics>> rows;
-    const ServingRun run = run_continuous_on(s, requests);
-    rows.emplace_back("continuous", compute_metrics(run));
-    records.push_back(metrics_record("continuous", rows.back().second));
+    std::vector<std::pair<std::string, harness::ServingMetrics>> rows;
+    const engine::ServingRun run = run_continuous_on(s, requests);
+    rows.emplace_back("continuous", harness::compute_metrics(run));
+    records.push_back(harness::metrics_record("continuous", rows.back().second));
     records.back()["table"] = "serving";
-    records.push_back({{"table", "kv_timeline"}, {"config", "continuous"}, {"points", kv_timeline(run)}});
+    records.push_back({{"table", "kv_timeline"}, {"config", "continuous"}, {"points", harness::kv_timeline(run)}});
     records.push_back(latency_record("continuous", run));
     if (a.compare_static > 0) {
-      const ServingRun st = run_static_on(s, requests);
-      rows.emplace_back("static b=" + std::to_string(a.compare_static), compute_metrics(st));
-      records.push_back(metrics_record(rows.back().first, rows.back().second));
+      const engine::ServingRun st = run_static_on(s, requests);
+      rows.emplace_back("static b=" + std::to_string(a.compare_static), harness::compute_metrics(st));
+      records.push_back(harness::metrics_record(rows.back().first, rows.back().second));
       records.back()["table"] = "serving";
-      records.push_back({{"table", "kv_timeline"}, {"config", rows.back().first}, {"points", kv_timeline(st)}});
+      records.push_back({{"table", "kv_timeline"}, {"config", rows.back().first}, {"points", harness::kv_timeline(st)}});
       records.push_back(latency_record(rows.back().first, st));
     }
     std::printf("\n== serving metrics (%s; CPU-simulator timings show the trend, not GPU speed) ==\n",
                 describe(s).c_str());
-    engine::print_metrics_table(rows);
-    const ServingMetrics& m = rows.front().second;
+    harness::print_metrics_table(rows);
+    const harness::ServingMetrics& m = rows.front().second;
     std::printf("  continuous: %lld passes, %.1f rows per pass, KV peak %d of %d blocks (mean "
                 "%.0f%%), %lld preemptions, prefix cache %lld/%lld blocks hit, %lld prompt "
                 "tokens skipped\n", m.num_steps, m.mean_batch_tokens, m.kv_blocks_peak,
@@ -198,7 +199,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Chapter 4: continuous batching (see chapters/ch04_continuous_batching/README.md)"};
   app.fallthrough();  // workload and scheduler flags also apply after a sweep's name
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
-  nanoserve::chapters::add_workload_flags(app, a.workload);
+  nanoserve::harness::add_workload_flags(app, a.workload);
   app.add_option("--max-num-seqs", a.scheduler.max_num_seqs, "most running requests")->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--max-num-batched-tokens", a.scheduler.max_num_batched_tokens, "token budget per step")

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <utility>
 
-#include "common/engine/fake_executor.h"
-#include "common/engine/model_executor.h"
-#include "common/engine/serving_loop.h"
+#include "common/harness/fake_executor.h"
+#include "common/engine/serve/model_executor.h"
+#include "common/engine/serve/serving_loop.h"
 
 namespace nanoserve::ch04 {
 
@@ -15,18 +15,18 @@ namespace {
 
 // The cost model: a decode step on a GPU is dominated by reading the weights once (a fixed
 // cost per pass), and each row adds a little compute — FakeExecutor's defaults.
-const FakeCostModel kCostModel{};
+const harness::FakeCostModel kCostModel{};
 
-ServingRun run_policy(const RunSetup& s, engine::ModelExecutorOptions options,
-                      const engine::PolicyRun& policy) {
+engine::ServingRun run_policy(const RunSetup& s, engine::ModelExecutorOptions options,
+                      const harness::PolicyRun& policy) {
   if (s.executor == ExecutorKind::kCostModel) {
-    SimulatedClock clock;
-    FakeExecutor fake(s.scheduler.num_kv_blocks, s.scheduler.block_size, s.vocab_size, &clock,
+    engine::SimulatedClock clock;
+    harness::FakeExecutor fake(s.scheduler.num_kv_blocks, s.scheduler.block_size, s.vocab_size, &clock,
                       kCostModel);
     return policy(fake, clock);
   }
   engine::ModelExecutor executor(*s.model, options);
-  return engine::run_with_clock(s.clock, executor, policy);
+  return harness::run_with_clock(s.clock, executor, policy);
 }
 
 std::string rate_text(double rate) {
@@ -37,25 +37,25 @@ std::string rate_text(double rate) {
 }
 
 nlohmann::json record(const std::string& table, const std::string& config,
-                      const ServingMetrics& m) {
-  nlohmann::json r = metrics_record(config, m);
+                      const harness::ServingMetrics& m) {
+  nlohmann::json r = harness::metrics_record(config, m);
   r["table"] = table;
   return r;
 }
 
 }  // namespace
 
-ServingRun run_continuous_on(const RunSetup& s, const std::vector<Request>& requests) {
+engine::ServingRun run_continuous_on(const RunSetup& s, const std::vector<engine::Request>& requests) {
   return run_policy(s, engine::executor_options_for(s.scheduler),
-                    [&](Executor& ex, Clock& clock) {
-                      return run_continuous(requests, s.scheduler, ex, clock);
+                    [&](engine::Executor& ex, engine::Clock& clock) {
+                      return engine::run_continuous(requests, s.scheduler, ex, clock);
                     });
 }
 
-ServingRun run_static_on(const RunSetup& s, const std::vector<Request>& requests) {
+engine::ServingRun run_static_on(const RunSetup& s, const std::vector<engine::Request>& requests) {
   return run_policy(s, engine::executor_options_for(s.batcher, s.scheduler.max_num_batched_tokens),
-                    [&](Executor& ex, Clock& clock) {
-                      return run_static(requests, s.batcher, ex, clock);
+                    [&](engine::Executor& ex, engine::Clock& clock) {
+                      return engine::run_static(requests, s.batcher, ex, clock);
                     });
 }
 
@@ -68,10 +68,10 @@ std::string describe(const RunSetup& s) {
     return buf;
   }
   return std::string("model through the kernels, ") +
-         (s.clock == engine::ClockKind::kCpu ? "cpu clock" : "wall clock");
+         (s.clock == harness::ClockKind::kCpu ? "cpu clock" : "wall clock");
 }
 
-void sweep_rate(const RunSetup& s, engine::WorkloadOptions workload, const Tokenizer& tok,
+void sweep_rate(const RunSetup& s, harness::WorkloadOptions workload, const Tokenizer& tok,
                 const std::vector<double>& rates, nlohmann::json& records) {
   std::printf("\n== throughput vs request rate: static (batch %d) vs continuous (max_num_seqs %d)"
               " — %s ==\n", s.batcher.batch_size, s.scheduler.max_num_seqs, describe(s).c_str());
@@ -79,15 +79,15 @@ void sweep_rate(const RunSetup& s, engine::WorkloadOptions workload, const Token
               "e2e p99 ms", "waste", "cont. t/s", "e2e p99 ms", "preempt", "speedup");
   for (double rate : rates) {
     workload.rate = rate;
-    const std::vector<Request> requests = engine::build_workload(workload, tok, s.vocab_size);
-    const ServingMetrics st = compute_metrics(run_static_on(s, requests));
-    const ServingMetrics co = compute_metrics(run_continuous_on(s, requests));
+    const std::vector<engine::Request> requests = harness::build_workload(workload, tok, s.vocab_size);
+    const harness::ServingMetrics st = harness::compute_metrics(run_static_on(s, requests));
+    const harness::ServingMetrics co = harness::compute_metrics(run_continuous_on(s, requests));
     const double speedup = st.output_tokens_per_s > 0 ? co.output_tokens_per_s / st.output_tokens_per_s : 0;
     std::printf("  %6s | %10.1f %10.0f %7.1f%% | %10.1f %10.0f %8lld | %6.2fx\n",
                 rate_text(rate).c_str(), st.output_tokens_per_s, 1e3 * st.e2e.p99,
                 100 * st.waste.waste_fraction(), co.output_tokens_per_s, 1e3 * co.e2e.p99,
                 co.num_preemptions, speedup);
-    for (auto [policy, m] : {std::pair<const char*, const ServingMetrics*>{"static", &st},
+    for (auto [policy, m] : {std::pair<const char*, const harness::ServingMetrics*>{"static", &st},
                              {"continuous", &co}}) {
       nlohmann::json r = record("rate_sweep", policy, *m);
       r["policy"] = policy;
@@ -98,27 +98,27 @@ void sweep_rate(const RunSetup& s, engine::WorkloadOptions workload, const Token
   }
 }
 
-void sweep_chunked(const RunSetup& s, const std::vector<Request>& requests,
+void sweep_chunked(const RunSetup& s, const std::vector<engine::Request>& requests,
                    const std::vector<int>& budgets, nlohmann::json& records) {
   std::printf("\n== chunked prefill: a long prompt no longer stalls the running decodes — %s ==\n",
               describe(s).c_str());
   std::printf("  %-22s %8s %8s %8s %8s %8s %8s\n", "config", "out t/s", "TTFT p50", "TTFT p99",
               "ITL p50", "ITL p99", "ITL max");
-  std::vector<std::pair<std::string, SchedulerConfig>> configs;
+  std::vector<std::pair<std::string, engine::SchedulerConfig>> configs;
   for (int budget : budgets) {
-    SchedulerConfig c = s.scheduler;
+    engine::SchedulerConfig c = s.scheduler;
     c.enable_chunked_prefill = true;
     c.max_num_batched_tokens = budget;
     configs.emplace_back("chunked, budget " + std::to_string(budget), c);
   }
-  SchedulerConfig off = s.scheduler;
+  engine::SchedulerConfig off = s.scheduler;
   off.enable_chunked_prefill = false;
   off.max_num_batched_tokens = std::max(off.max_num_batched_tokens, off.max_model_len);
   configs.emplace_back("no chunking", off);
   for (const auto& [label, config] : configs) {
     RunSetup run_setup = s;
     run_setup.scheduler = config;
-    const ServingMetrics m = compute_metrics(run_continuous_on(run_setup, requests));
+    const harness::ServingMetrics m = harness::compute_metrics(run_continuous_on(run_setup, requests));
     std::printf("  %-22s %8.1f %8.0f %8.0f %8.1f %8.1f %8.1f\n", label.c_str(),
                 m.output_tokens_per_s, 1e3 * m.ttft.p50, 1e3 * m.ttft.p99, 1e3 * m.itl.p50,
                 1e3 * m.itl.p99, 1e3 * m.itl.max);
@@ -130,7 +130,7 @@ void sweep_chunked(const RunSetup& s, const std::vector<Request>& requests,
   std::printf("  (ms; ITL = every gap between two tokens of a request)\n");
 }
 
-void sweep_pool(const RunSetup& s, const std::vector<Request>& requests,
+void sweep_pool(const RunSetup& s, const std::vector<engine::Request>& requests,
                 const std::vector<int>& blocks, nlohmann::json& records) {
   std::printf("\n== preemption as the KV pool shrinks (block %d, recompute) — %s ==\n",
               s.scheduler.block_size, describe(s).c_str());
@@ -139,8 +139,8 @@ void sweep_pool(const RunSetup& s, const std::vector<Request>& requests,
   for (int n : blocks) {
     RunSetup run_setup = s;
     run_setup.scheduler.num_kv_blocks = n;
-    const ServingRun run = run_continuous_on(run_setup, requests);
-    const ServingMetrics m = compute_metrics(run);
+    const engine::ServingRun run = run_continuous_on(run_setup, requests);
+    const harness::ServingMetrics m = harness::compute_metrics(run);
     std::printf("  %7d %8d %9d %8lld %8.1f %9.0f %9.0f %8.0f%%\n", n, m.num_completed,
                 m.num_rejected, m.num_preemptions, m.output_tokens_per_s, 1e3 * m.e2e.p50,
                 1e3 * m.e2e.p99, 100.0 * m.kv_blocks_peak / n);

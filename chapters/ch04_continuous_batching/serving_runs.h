@@ -10,10 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/engine/device_model.h"
-#include "common/engine/scheduler.h"
-#include "common/engine/serving_bench.h"
-#include "common/engine/static_batcher.h"
+#include "common/engine/model/device_model.h"
+#include "common/engine/serve/scheduler.h"
+#include "common/harness/clocks.h"
+#include "common/harness/workload_options.h"
+#include "common/harness/serving_metrics.h"
+#include "common/engine/serve/static_batcher.h"
 
 namespace nanoserve::ch04 {
 
@@ -27,16 +29,16 @@ enum class ExecutorKind {
 struct RunSetup {
   const engine::DeviceModel* model = nullptr;  ///< used by kModel
   ExecutorKind executor = ExecutorKind::kModel;  ///< model or cost model
-  engine::ClockKind clock = engine::ClockKind::kWall;  ///< for kModel
-  SchedulerConfig scheduler;   ///< continuous batching
-  StaticBatchConfig batcher;   ///< static batching (same pool and context)
+  harness::ClockKind clock = harness::ClockKind::kWall;  ///< for kModel
+  engine::SchedulerConfig scheduler;   ///< continuous batching
+  engine::StaticBatchConfig batcher;   ///< static batching (same pool and context)
   int vocab_size = 0;          ///< for the cost model's fake tokens
 };
 
 /// \brief `requests` under continuous batching.
-ServingRun run_continuous_on(const RunSetup& setup, const std::vector<Request>& requests);
+engine::ServingRun run_continuous_on(const RunSetup& setup, const std::vector<engine::Request>& requests);
 /// \brief `requests` under static batching (wasted rows computed on the model).
-ServingRun run_static_on(const RunSetup& setup, const std::vector<Request>& requests);
+engine::ServingRun run_static_on(const RunSetup& setup, const std::vector<engine::Request>& requests);
 
 /// \brief "model" or "cost-model (10 ms/step + 0.2 ms/row, virtual time)".
 std::string describe(const RunSetup& setup);
@@ -44,15 +46,15 @@ std::string describe(const RunSetup& setup);
 /// \brief Throughput and latency of static (batch size `setup.batcher.batch_size`) and
 /// continuous batching at each rate of `rates` (the workload regenerated per rate with the
 /// same seed). Prints a table; appends records with table "rate_sweep".
-void sweep_rate(const RunSetup& setup, engine::WorkloadOptions workload, const Tokenizer& tok,
+void sweep_rate(const RunSetup& setup, harness::WorkloadOptions workload, const Tokenizer& tok,
                 const std::vector<double>& rates, nlohmann::json& records);
 /// \brief Chunked prefill on and off (token budget `budget` when on) on the same workload:
 /// TTFT, ITL and TPOT. Appends records with table "chunked".
-void sweep_chunked(const RunSetup& setup, const std::vector<Request>& requests,
+void sweep_chunked(const RunSetup& setup, const std::vector<engine::Request>& requests,
                    const std::vector<int>& budgets, nlohmann::json& records);
 /// \brief Preemptions, throughput and latency as the KV pool shrinks to each of `blocks`.
 /// Appends records with table "pool".
-void sweep_pool(const RunSetup& setup, const std::vector<Request>& requests,
+void sweep_pool(const RunSetup& setup, const std::vector<engine::Request>& requests,
                 const std::vector<int>& blocks, nlohmann::json& records);
 
 }  // namespace nanoserve::ch04

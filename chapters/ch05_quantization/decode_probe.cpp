@@ -4,16 +4,11 @@
 
 #include <algorithm>
 
-#include "common/engine/kernel_backend.h"
+#include "common/engine/decode/kernel_backend.h"
+#include "common/harness/clocks.h"
 #include "common/oracle/oracle_backend.h"
 
 namespace nanoserve::ch05 {
-
-double cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return 1e3 * double(t.tv_sec) + 1e-6 * double(t.tv_nsec);
-}
 
 namespace {
 
@@ -27,9 +22,9 @@ class ProbeBackend final : public DecodeBackend {
     if (oracle_) oracle_->reset();
   }
   std::vector<float> forward(const std::vector<int>& tokens, int start_pos) override {
-    const double start = cpu_ms();
+    const double start = 1e3 * harness::process_cpu_seconds();
     std::vector<float> logits = kernels_.forward(tokens, start_pos);
-    const double ms = cpu_ms() - start;
+    const double ms = 1e3 * harness::process_cpu_seconds() - start;
     if (start_pos == 0) {
       run_.prefill_ms += ms;
     } else {

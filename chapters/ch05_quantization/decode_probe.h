@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/allclose.h"
-#include "common/engine/device_model.h"
+#include "common/engine/model/device_model.h"
 #include "common/generation/generate.h"
 #include "common/model.h"
 
@@ -28,9 +28,6 @@ struct DecodeRun {
   /// \brief Decode tokens per second of CPU time (0 when no step ran).
   double tokens_per_second() const { return decode_ms > 0 ? 1e3 * decode_steps / decode_ms : 0.0; }
 };
-
-/// \brief Milliseconds of CPU time this process has used (the probe clock).
-double cpu_ms();
 
 /// \brief What the probe clock measures: "CPU time" of this process (the simulator runs every
 /// kernel on the calling thread, so this is robust to other load on a shared machine).

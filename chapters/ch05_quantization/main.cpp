@@ -22,7 +22,7 @@
 #include "chapters/ch05_quantization/sweep.h"
 #include "chapters/ch05_quantization/tables.h"
 #include "common/data_path.h"
-#include "common/engine/device_info.h"
+#include "common/engine/model/device_info.h"
 #include "common/error.h"
 #include "common/report.h"
 

@@ -7,9 +7,10 @@
 #include <memory>
 
 #include "common/data_path.h"
-#include "common/engine/quantized_device_model.h"
-#include "common/engine/quantized_memory.h"
+#include "common/engine/model/quantized_device_model.h"
+#include "chapters/ch05_quantization/quantized_memory.h"
 #include "common/eval/documents.h"
+#include "common/harness/clocks.h"
 #include "common/quant/quant_metrics.h"
 #include "common/sampling/rng.h"
 #include "common/tolerances.h"
@@ -85,12 +86,12 @@ SweepRow measure(const ModelData& data, const SweepConfig& config, const DataOpt
   Model reference;  // the fp32 weights this row's kernels compute with (the oracle's model)
   std::unique_ptr<engine::DeviceModel> device;
   Tolerance tolerance = tol::kQuantizedKernelForward;
-  engine::WeightBytes bytes;
+  ch05::WeightBytes bytes;
   if (config.method == "fp32" || config.method == "fp16") {
     const DType dtype = config.method == "fp32" ? DType::kF32 : DType::kF16;
     reference = engine::round_weights(fp, dtype);
     device = std::make_unique<engine::DeviceModel>(fp, dtype);
-    bytes = engine::dense_weight_bytes(c, dtype_bytes(dtype));
+    bytes = ch05::dense_weight_bytes(c, dtype_bytes(dtype));
     if (dtype == DType::kF16) tolerance = tol::kKernelForwardFp16;  // fp16 KV cache too
   } else {
     quant::QuantizeOptions qo;
@@ -98,13 +99,13 @@ SweepRow measure(const ModelData& data, const SweepConfig& config, const DataOpt
     qo.scheme = config.scheme;
     qo.gptq.act_order = config.act_order;
     quant::QuantizeReport report;
-    const double start = cpu_ms();  // CPU time: robust to other load on a shared machine
+    const double start = 1e3 * harness::process_cpu_seconds();  // CPU time: robust to other load on a shared machine
     const quant::QuantizedModel q = quant::quantize_model(fp, data.calibration, qo, &report);
-    row.quantize_seconds = 1e-3 * (cpu_ms() - start);
+    row.quantize_seconds = 1e-3 * (1e3 * harness::process_cpu_seconds() - start);
     row.awq = report.awq;
     reference = engine::quantized_oracle_model(q, DType::kF32);
     device = std::make_unique<engine::DeviceModel>(engine::make_quantized_device_model(q, DType::kF32));
-    bytes = engine::dense_weight_bytes(c, 4);  // for the weight count
+    bytes = ch05::dense_weight_bytes(c, 4);  // for the weight count
     bytes.linears = q.linear_bytes();
     bytes.rest = q.weight_bytes() - q.linear_bytes();
   }

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/engine/quantized_memory.h"
+#include "chapters/ch05_quantization/quantized_memory.h"
 #include "common/loaders/synthetic_model.h"
 #include "common/oracle/forward.h"
 #include "common/quant/quant_metrics.h"
@@ -132,10 +132,10 @@ void print_memory(nlohmann::json& records) {
               "vs fp16");
   for (const char* name : {"llama2-7b", "llama2-13b", "llama2-70b"}) {
     const ModelConfig c = synthetic_config(name);
-    const double fp16_total = double(engine::dense_weight_bytes(c, 2).total());
+    const double fp16_total = double(ch05::dense_weight_bytes(c, 2).total());
     for (const Format& f : formats) {
-      const engine::WeightBytes w =
-          f.dense ? engine::dense_weight_bytes(c, 2) : engine::quantized_weight_bytes(c, f.scheme, 2);
+      const ch05::WeightBytes w =
+          f.dense ? ch05::dense_weight_bytes(c, 2) : ch05::quantized_weight_bytes(c, f.scheme, 2);
       std::printf("  %-11s %-15s %7.3f %11s %11s %8.2fx\n", name, f.name, w.bits_per_linear_weight(),
                   format_bytes(double(w.linears)).c_str(), format_bytes(double(w.total())).c_str(),
                   fp16_total / double(w.total()));

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "chapters/ch06_speculative_decoding/spec_inputs.h"
-#include "common/engine/device_info.h"
-#include "common/engine/spec_drafts.h"
+#include "common/engine/model/device_info.h"
+#include "chapters/ch06_speculative_decoding/draft_factory.h"
 #include "common/model_bundle.h"
 #include "common/report.h"
-#include "common/spec/spec_sweep.h"
+#include "chapters/ch06_speculative_decoding/spec_sweep.h"
 
 namespace nanoserve::ch06 {
 namespace {
@@ -54,9 +54,9 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-spec::SweepCase make_case(const std::string& label, int tokens, float temperature,
+ch06::SweepCase make_case(const std::string& label, int tokens, float temperature,
                           std::uint64_t seed) {
-  spec::SweepCase c;
+  ch06::SweepCase c;
   c.label = label;
   c.options.max_new_tokens = tokens;
   c.options.sampling.temperature = temperature;
@@ -64,8 +64,8 @@ spec::SweepCase make_case(const std::string& label, int tokens, float temperatur
   return c;
 }
 
-void print_rows(const char* title, const std::vector<spec::SweepRow>& rows) {
-  std::printf("\n== %s ==\n%s", title, spec::format_sweep_table(rows).c_str());
+void print_rows(const char* title, const std::vector<ch06::SweepRow>& rows) {
+  std::printf("\n== %s ==\n%s", title, ch06::format_sweep_table(rows).c_str());
 }
 
 std::string format_number(float x) {
@@ -83,9 +83,9 @@ int run(Args a) {
   const std::string device = engine::device_name();  // first: a missing GPU is one clear error
   const SpecInputs in = spec_inputs(b, a.prompts, a.prompt_tokens);
   const std::vector<std::string> names =
-      a.drafts.empty() ? engine::default_draft_names(target.config.n_layers) : split_list(a.drafts);
-  std::vector<engine::DraftSpec> specs;  // parsed before anything runs: a typo fails at once
-  for (const std::string& n : names) specs.push_back(engine::parse_draft_spec(n));
+      a.drafts.empty() ? ch06::default_draft_names(target.config.n_layers) : split_list(a.drafts);
+  std::vector<ch06::DraftSpec> specs;  // parsed before anything runs: a typo fails at once
+  for (const std::string& n : names) specs.push_back(ch06::parse_draft_spec(n));
   for (int g : a.gammas) {
     if (g < 1 || g > 63) throw InvalidArgument("--gammas: " + std::to_string(g) + " is outside [1, 63]");
   }
@@ -105,10 +105,10 @@ int run(Args a) {
                                         cache_options);
   const double target_bytes = double(target_backend.device_model().weight_bytes());
 
-  std::vector<spec::SweepCase> cases{make_case("greedy", a.tokens, 0.0f, a.seed),
+  std::vector<ch06::SweepCase> cases{make_case("greedy", a.tokens, 0.0f, a.seed),
                                      make_case("T=" + format_number(a.temperature), a.tokens,
                                                a.temperature, a.seed)};
-  std::vector<spec::SweepCase> warning_cases{make_case("T=2", a.tokens, 2.0f, a.seed),
+  std::vector<ch06::SweepCase> warning_cases{make_case("T=2", a.tokens, 2.0f, a.seed),
                                              make_case("short", 4, 0.0f, a.seed)};
   const int warning_gamma = 4;
 
@@ -116,31 +116,31 @@ int run(Args a) {
   report["model"] = model_name;
   report["prompts"] = in.source;
   nlohmann::json& records = report["records"];
-  std::vector<spec::SweepRow> rows, warn_rows;
-  std::vector<spec::SweepDraft> oracle_drafts;
+  std::vector<ch06::SweepRow> rows, warn_rows;
+  std::vector<ch06::SweepDraft> oracle_drafts;
   std::vector<Model> oracle_models;
   oracle_models.reserve(specs.size());
-  for (const engine::DraftSpec& s : specs) {
-    engine::KernelDraft d = engine::make_kernel_draft(target, s, in.calibration, DType::kF32, cache_options);
-    const spec::SweepDraft label{d.label, nullptr, double(d.weight_bytes) / target_bytes};
+  for (const ch06::DraftSpec& s : specs) {
+    ch06::KernelDraft d = ch06::make_kernel_draft(target, s, in.calibration, DType::kF32, cache_options);
+    const ch06::SweepDraft label{d.label, nullptr, double(d.weight_bytes) / target_bytes};
     std::fprintf(stderr, "draft %s (%s)\n", d.label.c_str(), d.weights.c_str());
-    auto record = [&](const spec::SweepRow& r, const char* table) {
-      nlohmann::json j = spec::to_json(r);
+    auto record = [&](const ch06::SweepRow& r, const char* table) {
+      nlohmann::json j = ch06::to_json(r);
       j["table"] = table;
       j["path"] = "kernels";
       j["draft_weights"] = d.weights;
       j["dequantized"] = d.dequantized;
       records.push_back(j);
     };
-    for (const spec::SweepCase& c : cases) {
+    for (const ch06::SweepCase& c : cases) {
       for (int g : a.gammas) {
-        rows.push_back(spec::measure_sweep_row(target_backend, *d.proposer, label, c, in.prompts, g, a.repeats));
+        rows.push_back(ch06::measure_sweep_row(target_backend, *d.proposer, label, c, in.prompts, g, a.repeats));
         record(rows.back(), "sweep");
       }
     }
     if (a.warnings) {
-      for (const spec::SweepCase& c : warning_cases) {
-        warn_rows.push_back(spec::measure_sweep_row(target_backend, *d.proposer, label, c, in.prompts,
+      for (const ch06::SweepCase& c : warning_cases) {
+        warn_rows.push_back(ch06::measure_sweep_row(target_backend, *d.proposer, label, c, in.prompts,
                                                     warning_gamma, a.repeats));
         record(warn_rows.back(), "warning");
       }
@@ -165,10 +165,10 @@ int run(Args a) {
                 std::to_string(warning_gamma) + ")").c_str(), warn_rows);
   }
   if (a.oracle) {
-    const std::vector<spec::SweepRow> o = spec::spec_sweep(target, oracle_drafts, in.prompts, cases,
+    const std::vector<ch06::SweepRow> o = ch06::spec_sweep(target, oracle_drafts, in.prompts, cases,
                                                            a.gammas, a.repeats);
-    for (const spec::SweepRow& r : o) {
-      nlohmann::json j = spec::to_json(r);
+    for (const ch06::SweepRow& r : o) {
+      nlohmann::json j = ch06::to_json(r);
       j["table"] = "sweep";
       j["path"] = "oracle";
       records.push_back(j);

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/allclose.h"
-#include "common/engine/device_info.h"
+#include "common/engine/model/device_info.h"
 #include "common/generation/generate.h"
 #include "common/tokenizer/tokenizer.h"
 #include "reference_story.h"

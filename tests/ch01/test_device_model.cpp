@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "common/engine/device_model.h"
+#include "common/engine/model/device_model.h"
 #include "common/error.h"
 #include "common/model_bundle.h"
 #include "engine_test_support.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "ch01/engine_test_support.h"
-#include "common/engine/device_model.h"
+#include "common/engine/model/device_model.h"
 #include "common/error.h"
 #include "common/loaders/synthetic_model.h"
 

@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-#include "common/engine/kernel_backend.h"
+#include "common/engine/decode/kernel_backend.h"
 #include "common/error.h"
 #include "common/model_bundle.h"
 #include "common/oracle/forward.h"

@@ -1,8 +1,8 @@
 // The kv-memory calculator against published KV sizes of real models.
 #include <gtest/gtest.h>
 
-#include "common/engine/kv_memory.h"
-#include "common/engine/request_mix.h"
+#include "common/engine/kv/kv_memory.h"
+#include "common/harness/request_mix.h"
 #include "common/error.h"
 #include "common/loaders/synthetic_model.h"
 
@@ -54,7 +54,7 @@ TEST(Ch01KvMemory, RejectsNonPositiveSizes) {
 
 TEST(Ch01RequestMix, EveryRequestFitsTheSmallestContextOfTheProject) {
   int positions = 0;
-  for (const RequestShape& r : mixed_length_requests()) {
+  for (const harness::RequestShape& r : harness::mixed_length_requests()) {
     EXPECT_GE(r.prompt_tokens, 1) << r.name;
     EXPECT_GE(r.output_tokens, 1) << r.name;
     EXPECT_LE(r.prompt_tokens + r.output_tokens, synthetic_config("tiny").max_seq_len) << r.name;

@@ -1,7 +1,7 @@
 // KVSlotTable: the naive cache's reservation bookkeeping, on hand-computed scripts.
 #include <gtest/gtest.h>
 
-#include "common/engine/kv_slot_table.h"
+#include "common/engine/kv/kv_slot_table.h"
 #include "common/error.h"
 
 namespace nanoserve::engine {

@@ -3,9 +3,9 @@
 // before anything changes.
 #include <gtest/gtest.h>
 
-#include "common/engine/kernel_backend.h"
-#include "common/engine/model_runner.h"
-#include "common/engine/naive_kv_cache.h"
+#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/model/model_runner.h"
+#include "common/engine/model/naive_kv_cache.h"
 #include "common/error.h"
 #include "common/model_bundle.h"
 #include "common/oracle/forward.h"

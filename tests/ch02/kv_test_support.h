@@ -6,15 +6,15 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/engine/block_hash.h"
-#include "common/engine/kv_cache_manager.h"
-#include "common/engine/sequence.h"
+#include "common/engine/kv/block_hash.h"
+#include "common/engine/kv/kv_cache_manager.h"
+#include "common/engine/kv/sequence.h"
 
 namespace nanoserve::testing {
 
 /// A sequence with the given id and tokens.
-inline Sequence make_seq(int64_t id, std::vector<int> tokens) {
-  Sequence seq;
+inline engine::Sequence make_seq(int64_t id, std::vector<int> tokens) {
+  engine::Sequence seq;
   seq.seq_id = id;
   seq.token_ids = std::move(tokens);
   return seq;
@@ -34,18 +34,18 @@ inline std::vector<int> concat(std::vector<int> a, const std::vector<int>& b) {
 }
 
 /// Reference counts of all blocks, in id order.
-inline std::vector<int> ref_counts(const BlockPool& pool) {
+inline std::vector<int> ref_counts(const engine::BlockPool& pool) {
   std::vector<int> refs;
   for (int id = 0; id < pool.num_blocks(); ++id) refs.push_back(pool.block(id).ref_cnt);
   return refs;
 }
 
 /// A hash that puts every block in one bucket: any two blocks collide.
-inline BlockHash constant_hash(BlockHash, const int*, int) { return 42; }
+inline engine::BlockHash constant_hash(engine::BlockHash, const int*, int) { return 42; }
 
 /// A weak hash with few values (the token sum mod 3, parent ignored): different chains
 /// collide often, so lookups must rely on token and chain-id comparisons.
-inline BlockHash weak_hash(BlockHash, const int* tokens, int count) {
+inline engine::BlockHash weak_hash(engine::BlockHash, const int* tokens, int count) {
   unsigned sum = 0;
   for (int i = 0; i < count; ++i) sum += static_cast<unsigned>(tokens[i]);
   return sum % 3;

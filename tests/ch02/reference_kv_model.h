@@ -11,7 +11,7 @@
 #include <map>
 #include <vector>
 
-#include "common/engine/kv_cache_block.h"
+#include "common/engine/kv/kv_cache_block.h"
 
 namespace nanoserve::testing {
 
@@ -77,7 +77,7 @@ class ReferenceKV {
     return true;
   }
 
-  bool append(int64_t id, const std::vector<int>& tokens, int n, std::vector<BlockCopy>* out) {
+  bool append(int64_t id, const std::vector<int>& tokens, int n, std::vector<engine::BlockCopy>* out) {
     Table& t = tables.at(id);
     const bool partial = n > 0 && t.num_tokens % bs != 0;
     const bool copy = partial && (blocks[size_t(t.blocks.back())].ref > 1 ||

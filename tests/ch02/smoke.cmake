@@ -1,10 +1,6 @@
-# Smoke runs of the chapter-2 program (included by tests/CMakeAreas.cmake; label ch02), and the
-# link that lets test_ch02 test the program's scenario functions.
+# Smoke runs of the chapter-2 program (included by tests/CMakeAreas.cmake; label ch02).
 if(NOT TARGET ch02_paged_kv_cache)
   return()
-endif()
-if(TARGET test_ch02)
-  target_link_libraries(test_ch02 PRIVATE ch02_scenarios)
 endif()
 set(CH02 $<TARGET_FILE:ch02_paged_kv_cache>)
 set(CH02_EXPECT_FAILURE bash "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_failure.sh")

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "common/engine/block_pool.h"
+#include "common/engine/kv/block_pool.h"
 #include "kv_test_support.h"
 
 namespace nanoserve {
@@ -15,22 +15,22 @@ using testing::ref_counts;
 using V = std::vector<int>;
 
 // Caches `block` (in use) as the chain parent + tokens, hashing like the manager does.
-void cache(BlockPool& pool, int block, const V& tokens, int parent = -1) {
-  const BlockHash parent_hash = parent < 0 ? kRootBlockHash : pool.block(parent).hash;
-  const ChainId parent_chain = parent < 0 ? kRootChainId : pool.block(parent).chain_id;
+void cache(engine::BlockPool& pool, int block, const V& tokens, int parent = -1) {
+  const engine::BlockHash parent_hash = parent < 0 ? engine::kRootBlockHash : pool.block(parent).hash;
+  const engine::ChainId parent_chain = parent < 0 ? engine::kRootChainId : pool.block(parent).chain_id;
   pool.cache_full_block(block, pool.hash_block(parent_hash, tokens.data()), parent_chain,
                         tokens.data());
 }
 
-int find(const BlockPool& pool, const V& tokens, int parent = -1) {
-  const BlockHash parent_hash = parent < 0 ? kRootBlockHash : pool.block(parent).hash;
-  const ChainId parent_chain = parent < 0 ? kRootChainId : pool.block(parent).chain_id;
+int find(const engine::BlockPool& pool, const V& tokens, int parent = -1) {
+  const engine::BlockHash parent_hash = parent < 0 ? engine::kRootBlockHash : pool.block(parent).hash;
+  const engine::ChainId parent_chain = parent < 0 ? engine::kRootChainId : pool.block(parent).chain_id;
   return pool.find_cached_block(pool.hash_block(parent_hash, tokens.data()), parent_chain,
                                 tokens.data());
 }
 
 TEST(Ch02BlockPool, StartsWithEveryBlockFreeInIdOrder) {
-  BlockPool pool(5, 4, true);
+  engine::BlockPool pool(5, 4, true);
   EXPECT_EQ(pool.free_queue_ids(), (V{0, 1, 2, 3, 4}));
   EXPECT_EQ(ref_counts(pool), (V{0, 0, 0, 0, 0}));
   EXPECT_EQ(pool.num_free_blocks(), 5);
@@ -39,15 +39,15 @@ TEST(Ch02BlockPool, StartsWithEveryBlockFreeInIdOrder) {
 }
 
 TEST(Ch02BlockPool, RejectsImpossibleSizes) {
-  EXPECT_THROW(BlockPool(0, 16, true), InvalidArgument);
-  EXPECT_THROW(BlockPool(4, 0, true), InvalidArgument);
-  EXPECT_THROW(BlockPool((1 << 24) + 1, 16, true), InvalidArgument);
-  EXPECT_THROW(BlockPool(4, 4097, true), InvalidArgument);
-  EXPECT_THROW(BlockPool(4, 16, true, nullptr), InvalidArgument);
+  EXPECT_THROW(engine::BlockPool(0, 16, true), InvalidArgument);
+  EXPECT_THROW(engine::BlockPool(4, 0, true), InvalidArgument);
+  EXPECT_THROW(engine::BlockPool((1 << 24) + 1, 16, true), InvalidArgument);
+  EXPECT_THROW(engine::BlockPool(4, 4097, true), InvalidArgument);
+  EXPECT_THROW(engine::BlockPool(4, 16, true, nullptr), InvalidArgument);
 }
 
 TEST(Ch02BlockPool, AllocatesFromTheHeadAndFreesToTheTailInTheGivenOrder) {
-  BlockPool pool(6, 2, false);
+  engine::BlockPool pool(6, 2, false);
   EXPECT_EQ(pool.get_new_blocks(4), (V{0, 1, 2, 3}));
   EXPECT_EQ(ref_counts(pool), (V{1, 1, 1, 1, 0, 0}));
   pool.free_blocks({3, 1});  // a table [1, 3] freed in reverse
@@ -60,7 +60,7 @@ TEST(Ch02BlockPool, AllocatesFromTheHeadAndFreesToTheTailInTheGivenOrder) {
 }
 
 TEST(Ch02BlockPool, SharedBlockReturnsToTheQueueOnlyWithItsLastReference) {
-  BlockPool pool(3, 2, false);
+  engine::BlockPool pool(3, 2, false);
   pool.get_new_blocks(1);
   pool.touch(0);  // a second table holds block 0
   EXPECT_EQ(pool.block(0).ref_cnt, 2);
@@ -72,7 +72,7 @@ TEST(Ch02BlockPool, SharedBlockReturnsToTheQueueOnlyWithItsLastReference) {
 }
 
 TEST(Ch02BlockPool, DoubleFreeIsALogicError) {
-  BlockPool pool(2, 2, false);
+  engine::BlockPool pool(2, 2, false);
   pool.get_new_blocks(1);
   pool.free_blocks({0});
   EXPECT_THROW(pool.free_blocks({0}), std::logic_error);
@@ -82,12 +82,12 @@ TEST(Ch02BlockPool, DoubleFreeIsALogicError) {
 }
 
 TEST(Ch02BlockPool, ExhaustionThrowsARecoverableErrorAndChangesNothing) {
-  BlockPool pool(3, 2, false);
+  engine::BlockPool pool(3, 2, false);
   pool.get_new_blocks(2);
   try {
     pool.get_new_blocks(2);
     FAIL() << "expected BlockPoolExhausted";
-  } catch (const BlockPoolExhausted& e) {
+  } catch (const engine::BlockPoolExhausted& e) {
     EXPECT_EQ(e.needed(), 2);
     EXPECT_EQ(e.available(), 1);
     EXPECT_STREQ(e.what(), "KV cache: get_new_blocks needs 2 free blocks but only 1 of 3 are free");
@@ -98,7 +98,7 @@ TEST(Ch02BlockPool, ExhaustionThrowsARecoverableErrorAndChangesNothing) {
 }
 
 TEST(Ch02BlockPool, FreedCachedBlocksStayFindableUntilEvicted) {
-  BlockPool pool(4, 2, true);
+  engine::BlockPool pool(4, 2, true);
   pool.get_new_blocks(2);  // a table [0, 1] holding tokens [1 2][3 4]
   cache(pool, 0, {1, 2});
   cache(pool, 1, {3, 4}, 0);
@@ -111,7 +111,7 @@ TEST(Ch02BlockPool, FreedCachedBlocksStayFindableUntilEvicted) {
 }
 
 TEST(Ch02BlockPool, EvictsLeastRecentlyUsedCachedBlockFirst) {
-  BlockPool pool(4, 2, true);
+  engine::BlockPool pool(4, 2, true);
   pool.get_new_blocks(4);
   cache(pool, 0, {1, 1});
   cache(pool, 1, {2, 2});
@@ -133,7 +133,7 @@ TEST(Ch02BlockPool, EvictsLeastRecentlyUsedCachedBlockFirst) {
 }
 
 TEST(Ch02BlockPool, TouchTakesAFreeCachedBlockOutOfTheMiddleOfTheQueue) {
-  BlockPool pool(5, 2, true);
+  engine::BlockPool pool(5, 2, true);
   pool.get_new_blocks(5);
   cache(pool, 2, {9, 9});
   pool.free_blocks({0, 1, 2, 3, 4});
@@ -148,10 +148,10 @@ TEST(Ch02BlockPool, TouchTakesAFreeCachedBlockOutOfTheMiddleOfTheQueue) {
 }
 
 TEST(Ch02BlockPool, OnlyInUseBlocksCanBeCachedAndOnlyWithPrefixCachingOn) {
-  BlockPool off(2, 2, false);
+  engine::BlockPool off(2, 2, false);
   off.get_new_blocks(1);
   EXPECT_THROW(cache(off, 0, {1, 2}), std::logic_error);
-  BlockPool on(2, 2, true);
+  engine::BlockPool on(2, 2, true);
   on.get_new_blocks(1);
   EXPECT_THROW(cache(on, 1, {1, 2}), std::logic_error);  // block 1 is free
   cache(on, 0, {1, 2});
@@ -161,7 +161,7 @@ TEST(Ch02BlockPool, OnlyInUseBlocksCanBeCachedAndOnlyWithPrefixCachingOn) {
 }
 
 TEST(Ch02BlockPool, CollidingHashesNeverMatchADifferentChain) {
-  BlockPool pool(4, 2, true, &constant_hash);  // every block hashes to 42
+  engine::BlockPool pool(4, 2, true, &constant_hash);  // every block hashes to 42
   pool.get_new_blocks(4);
   cache(pool, 0, {1, 2});     // chain A: [1 2][5 6]
   cache(pool, 1, {5, 6}, 0);
@@ -179,7 +179,7 @@ TEST(Ch02BlockPool, CollidingHashesNeverMatchADifferentChain) {
 }
 
 TEST(Ch02BlockPool, DuplicateChainsShareAChainIdAndOutliveEachOther) {
-  BlockPool pool(3, 2, true);
+  engine::BlockPool pool(3, 2, true);
   pool.get_new_blocks(3);
   cache(pool, 0, {7, 8});
   cache(pool, 1, {7, 8});  // the same first block computed twice
@@ -193,11 +193,11 @@ TEST(Ch02BlockPool, DuplicateChainsShareAChainIdAndOutliveEachOther) {
 }
 
 TEST(Ch02BlockPool, MovedPoolKeepsWorking) {
-  BlockPool pool(3, 2, true);
+  engine::BlockPool pool(3, 2, true);
   pool.get_new_blocks(2);
   cache(pool, 0, {1, 2});
   pool.free_blocks({1, 0});
-  BlockPool moved = std::move(pool);
+  engine::BlockPool moved = std::move(pool);
   EXPECT_EQ(moved.free_queue_ids(), (V{2, 1, 0}));
   EXPECT_EQ(find(moved, {1, 2}), 0);
   moved.touch(0);

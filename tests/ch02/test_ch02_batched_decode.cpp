@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ch01/engine_test_support.h"
-#include "common/engine/paged_backend.h"
+#include "common/engine/decode/paged_backend.h"
 #include "common/model_bundle.h"
 #include "common/sampling/sampler.h"
 
@@ -31,7 +31,7 @@ class Ch02BatchedDecode : public ::testing::Test {
   }
   // Greedy tokens of one sequence decoded alone (its own manager, cache and runner).
   std::vector<int> alone(const std::vector<int>& p, int steps) const {
-    KVCacheManager manager(64, 4, false);
+    engine::KVCacheManager manager(64, 4, false);
     PagedKVCache cache(model_.config, DType::kF32, manager, 128);
     ModelRunner runner(*device_, {64, 1});
     PagedBackend backend(runner, manager, cache, 0);
@@ -39,9 +39,9 @@ class Ch02BatchedDecode : public ::testing::Test {
     return {r.tokens.begin() + r.prompt_tokens, r.tokens.end()};
   }
   // One row per sequence at its last token; logits for every row.
-  static ForwardBatch decode_batch(const std::vector<Sequence*>& seqs) {
+  static ForwardBatch decode_batch(const std::vector<engine::Sequence*>& seqs) {
     ForwardBatch b;
-    for (const Sequence* s : seqs) {
+    for (const engine::Sequence* s : seqs) {
       b.chunks.push_back({int(s->seq_id), s->num_tokens() - 1, 1});
       b.tokens.push_back(s->token_ids.back());
       b.logit_rows.push_back(b.rows() - 1);
@@ -59,10 +59,10 @@ class Ch02BatchedDecode : public ::testing::Test {
 TEST_F(Ch02BatchedDecode, ThreeSequencesInOneBatchEqualEachRunAlone) {
   const int steps = 8;
   const std::vector<std::vector<int>> prompts = {prompt(5, 0), prompt(17, 1), prompt(30, 2)};
-  KVCacheManager manager(64, 4, false);  // blocks of 4: the tables interleave in the pool
+  engine::KVCacheManager manager(64, 4, false);  // blocks of 4: the tables interleave in the pool
   PagedKVCache cache(model_.config, DType::kF32, manager, 128);
   ModelRunner runner(*device_, {64, 3});
-  std::vector<Sequence> seqs(3);
+  std::vector<engine::Sequence> seqs(3);
   ForwardBatch prefill;
   for (int i = 0; i < 3; ++i) {
     seqs[std::size_t(i)].seq_id = 10 + i;
@@ -77,14 +77,14 @@ TEST_F(Ch02BatchedDecode, ThreeSequencesInOneBatchEqualEachRunAlone) {
   EXPECT_FALSE(cache.last_pass_was_decode());
   std::vector<std::vector<int>> got(3);
   for (int step = 0; step < steps; ++step) {
-    std::vector<Sequence*> batch;
+    std::vector<engine::Sequence*> batch;
     for (std::size_t i = 0; i < 3; ++i) {
       got[i].push_back(argmax_row(logits, i));
       seqs[i].token_ids.push_back(got[i].back());
       batch.push_back(&seqs[i]);
     }
     if (step + 1 == steps) break;  // the last token is sampled, never fed back
-    for (Sequence* s : batch) EXPECT_TRUE(manager.append_slot(*s).empty());
+    for (engine::Sequence* s : batch) EXPECT_TRUE(manager.append_slot(*s).empty());
     logits = runner.forward(decode_batch(batch), cache);
     EXPECT_TRUE(cache.last_pass_was_decode());
   }
@@ -97,10 +97,10 @@ TEST_F(Ch02BatchedDecode, ThreeSequencesInOneBatchEqualEachRunAlone) {
 TEST_F(Ch02BatchedDecode, AFullPoolMidBatchIsRecoveredByFreeingASequence) {
   // 3 prompts of 8 tokens in blocks of 4: 6 blocks of the 7; the first decode step needs a
   // fresh block for each sequence (position 8 starts block 2).
-  KVCacheManager manager(7, 4, false);
+  engine::KVCacheManager manager(7, 4, false);
   PagedKVCache cache(model_.config, DType::kF32, manager, 64);
   ModelRunner runner(*device_, {32, 3});
-  std::vector<Sequence> seqs(3);
+  std::vector<engine::Sequence> seqs(3);
   for (int i = 0; i < 3; ++i) {
     seqs[std::size_t(i)].seq_id = i;
     seqs[std::size_t(i)].token_ids = prompt(8, i);
@@ -114,7 +114,7 @@ TEST_F(Ch02BatchedDecode, AFullPoolMidBatchIsRecoveredByFreeingASequence) {
   try {
     manager.append_slot(seqs[1]);
     ADD_FAILURE() << "a full pool handed out a block";
-  } catch (const BlockPoolExhausted& e) {
+  } catch (const engine::BlockPoolExhausted& e) {
     EXPECT_EQ(e.needed(), 1);
     EXPECT_EQ(e.available(), 0);
     EXPECT_NE(std::string(e.what()).find("append_slots(sequence 1"), std::string::npos) << e.what();

@@ -8,7 +8,7 @@
 #include "ch01/engine_test_support.h"
 #include "chapters/ch02_paged_kv_cache/multiturn.h"
 #include "chapters/ch02_paged_kv_cache/parallel_sampling.h"
-#include "common/engine/block_pool.h"
+#include "common/engine/kv/block_pool.h"
 #include "common/model_bundle.h"
 
 namespace nanoserve::ch02 {
@@ -121,7 +121,7 @@ TEST_F(Ch02Scenarios, ParallelSamplingReportsAFullPoolClearly) {
   try {
     run_parallel_sampling(*device_, prompt, c, false);
     ADD_FAILURE() << "a 3-block pool held 4 prompts";
-  } catch (const BlockPoolExhausted& e) {
+  } catch (const engine::BlockPoolExhausted& e) {
     EXPECT_NE(std::string(e.what()).find("free blocks"), std::string::npos) << e.what();
   }
   // Shared: the 2 prompt blocks, then 3 copies of the partial one (the 4th sample writes in

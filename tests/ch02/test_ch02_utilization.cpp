@@ -15,7 +15,7 @@ namespace {
 // Over time (step 0 writes the prompts, b leaves after step 0, a after step 2):
 //   naive used 13, 4, 5 of 32, 16, 16;  paged used 13, 4, 5 of 16 (1 + 3 blocks), 4, 8.
 TEST(Ch02Utilization, TinyWorkloadMatchesHandComputedNumbers) {
-  const std::vector<engine::RequestShape> reqs = {{"a", 3, 3}, {"b", 10, 1}};
+  const std::vector<harness::RequestShape> reqs = {{"a", 3, 3}, {"b", 10, 1}};
   UtilizationConfig c;
   c.max_seq_len = 16;
   c.slots = 2;
@@ -58,7 +58,7 @@ TEST(Ch02Utilization, ChapterOneMixIsOverNinetyFivePercentPaged) {
   c.slots = 8;
   c.block_size = 16;
   c.bytes_per_token = 1280;  // stories260K in fp32: 2 × 5 layers × 4 KV heads × 8 × 4 bytes
-  const std::vector<CacheUtilization> r = replay_utilization(engine::mixed_length_requests(), c);
+  const std::vector<CacheUtilization> r = replay_utilization(harness::mixed_length_requests(), c);
   EXPECT_EQ(r[0].used_bytes, 968 * 1280);
   EXPECT_EQ(r[0].reserved_bytes, 8 * 512 * 1280);
   EXPECT_EQ(r[1].reserved_bytes, 1008 * 1280);
@@ -77,7 +77,7 @@ TEST(Ch02Utilization, BlockSizeOneWastesNothing) {
   c.max_seq_len = 256;
   c.slots = 8;
   c.block_size = 1;
-  const CacheUtilization paged = replay_utilization(engine::mixed_length_requests(), c)[1];
+  const CacheUtilization paged = replay_utilization(harness::mixed_length_requests(), c)[1];
   EXPECT_EQ(paged.wasted_bytes(), 0);
   EXPECT_DOUBLE_EQ(paged.at_completion, 1.0);
   EXPECT_DOUBLE_EQ(paged.time_average, 1.0);
@@ -89,13 +89,13 @@ TEST(Ch02Utilization, BlockSizeOneWastesNothing) {
 TEST(Ch02Utilization, RejectsRequestsThatDoNotFit) {
   UtilizationConfig c;
   c.max_seq_len = 100;  // the long story needs 245 positions
-  EXPECT_THROW(replay_utilization(engine::mixed_length_requests(), c), InvalidArgument);
+  EXPECT_THROW(replay_utilization(harness::mixed_length_requests(), c), InvalidArgument);
   c.max_seq_len = 512;
   c.slots = 4;  // 8 requests cannot all start in 4 naive slots
-  EXPECT_THROW(replay_utilization(engine::mixed_length_requests(), c), InvalidArgument);
+  EXPECT_THROW(replay_utilization(harness::mixed_length_requests(), c), InvalidArgument);
   c.slots = 8;
   c.block_size = 0;
-  EXPECT_THROW(replay_utilization(engine::mixed_length_requests(), c), InvalidArgument);
+  EXPECT_THROW(replay_utilization(harness::mixed_length_requests(), c), InvalidArgument);
 }
 
 }  // namespace

@@ -4,26 +4,26 @@
 #include <stdexcept>
 #include <vector>
 
-#include "common/engine/free_block_queue.h"
+#include "common/engine/kv/free_block_queue.h"
 
 namespace nanoserve {
 namespace {
 
 struct QueueFixture {
-  std::vector<KVCacheBlock> blocks;
-  FreeBlockQueue queue;
+  std::vector<engine::KVCacheBlock> blocks;
+  engine::FreeBlockQueue queue;
   explicit QueueFixture(int n) : blocks(make(n)), queue(pointers()) {}
-  static std::vector<KVCacheBlock> make(int n) {
-    std::vector<KVCacheBlock> b(static_cast<size_t>(n));
+  static std::vector<engine::KVCacheBlock> make(int n) {
+    std::vector<engine::KVCacheBlock> b(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) b[static_cast<size_t>(i)].block_id = i;
     return b;
   }
-  std::vector<KVCacheBlock*> pointers() {
-    std::vector<KVCacheBlock*> p;
-    for (KVCacheBlock& b : blocks) p.push_back(&b);
+  std::vector<engine::KVCacheBlock*> pointers() {
+    std::vector<engine::KVCacheBlock*> p;
+    for (engine::KVCacheBlock& b : blocks) p.push_back(&b);
     return p;
   }
-  KVCacheBlock* at(int i) { return &blocks[static_cast<size_t>(i)]; }
+  engine::KVCacheBlock* at(int i) { return &blocks[static_cast<size_t>(i)]; }
 };
 
 TEST(Ch02FreeBlockQueue, StartsInTheGivenOrder) {
@@ -39,7 +39,7 @@ TEST(Ch02FreeBlockQueue, PopleftTakesTheHeadAndAppendGoesToTheTail) {
   EXPECT_EQ(f.queue.popleft()->block_id, 1);
   f.queue.append(f.at(0));
   EXPECT_EQ(f.queue.block_ids(), (std::vector<int>{2, 3, 0}));
-  EXPECT_FALSE(FreeBlockQueue::is_linked(*f.at(1)));
+  EXPECT_FALSE(engine::FreeBlockQueue::is_linked(*f.at(1)));
   EXPECT_EQ(f.queue.check_links(), "");
 }
 
@@ -72,7 +72,7 @@ TEST(Ch02FreeBlockQueue, EmptiesAndRefillsThroughTheSentinels) {
 TEST(Ch02FreeBlockQueue, RejectsAppendingALinkedBlockAndRemovingAnUnlinkedOne) {
   QueueFixture f(3);
   EXPECT_THROW(f.queue.append(f.at(1)), std::logic_error);
-  KVCacheBlock* b = f.queue.popleft();
+  engine::KVCacheBlock* b = f.queue.popleft();
   EXPECT_THROW(f.queue.remove(b), std::logic_error);
   EXPECT_EQ(f.queue.block_ids(), (std::vector<int>{1, 2}));
   EXPECT_EQ(f.queue.check_links(), "");
@@ -89,7 +89,7 @@ TEST(Ch02FreeBlockQueue, CheckLinksNamesABrokenBackLink) {
 
 TEST(Ch02FreeBlockQueue, SurvivesBeingMoved) {
   QueueFixture f(3);
-  FreeBlockQueue moved = std::move(f.queue);
+  engine::FreeBlockQueue moved = std::move(f.queue);
   moved.append(moved.popleft());
   EXPECT_EQ(moved.block_ids(), (std::vector<int>{1, 2, 0}));
   EXPECT_EQ(moved.check_links(), "");

@@ -4,16 +4,16 @@
 
 #include <cstdio>
 
-#include "common/engine/kv_cache_bench.h"
+#include "common/harness/kv_cache_bench.h"
 #include "common/error.h"
 
 namespace nanoserve {
 namespace {
 
 TEST(Ch02KVCacheBench, RunsTheWorkloadItDescribes) {
-  KVCacheBenchOptions o;
+  harness::KVCacheBenchOptions o;
   o.num_seqs = 512;
-  const KVCacheBenchResult r = bench_kv_cache_manager(o);
+  const harness::KVCacheBenchResult r = harness::bench_kv_cache_manager(o);
   EXPECT_EQ(r.num_blocks, 512 * 20);  // (256 + 64) / 16 blocks each
   EXPECT_EQ(r.allocate_calls, 512);
   EXPECT_EQ(r.append_calls, 512 * 64);
@@ -27,9 +27,9 @@ TEST(Ch02KVCacheBench, RunsTheWorkloadItDescribes) {
 }
 
 TEST(Ch02KVCacheBench, RejectsASharedPrefixLongerThanThePrompt) {
-  KVCacheBenchOptions o;
+  harness::KVCacheBenchOptions o;
   o.shared_prefix_tokens = o.prompt_tokens + 1;
-  EXPECT_THROW(bench_kv_cache_manager(o), InvalidArgument);
+  EXPECT_THROW(harness::bench_kv_cache_manager(o), InvalidArgument);
 }
 
 }  // namespace

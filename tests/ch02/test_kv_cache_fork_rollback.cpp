@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "common/engine/kv_cache_manager.h"
+#include "common/engine/kv/kv_cache_manager.h"
 #include "kv_test_support.h"
 
 namespace nanoserve {
@@ -14,10 +14,10 @@ using testing::iota_tokens;
 using testing::make_seq;
 using testing::ref_counts;
 using V = std::vector<int>;
-using Copies = std::vector<BlockCopy>;
+using Copies = std::vector<engine::BlockCopy>;
 
 TEST(Ch02KVCacheFork, ChildSharesEveryBlockWithoutAllocating) {
-  KVCacheManager kv(4, 4, true);
+  engine::KVCacheManager kv(4, 4, true);
   kv.allocate(make_seq(1, iota_tokens(0, 6)));  // blocks 0 [0..3]*, 1 [4 5 _ _]
   kv.fork(1, 2);
   EXPECT_EQ(kv.block_table(2).block_ids(), (V{0, 1}));
@@ -30,11 +30,11 @@ TEST(Ch02KVCacheFork, ChildSharesEveryBlockWithoutAllocating) {
 }
 
 TEST(Ch02KVCacheFork, SharedPartialBlockIsCopiedBeforeTheFirstWrite) {
-  KVCacheManager kv(4, 4, false);
-  Sequence parent = make_seq(1, iota_tokens(0, 6));
+  engine::KVCacheManager kv(4, 4, false);
+  engine::Sequence parent = make_seq(1, iota_tokens(0, 6));
   kv.allocate(parent);
   kv.fork(1, 2);
-  Sequence child = parent;
+  engine::Sequence child = parent;
   child.seq_id = 2;
   parent.token_ids.push_back(40);
   EXPECT_EQ(kv.append_slot(parent), (Copies{{1, 2}}));  // parent moves to a copy of block 1
@@ -48,8 +48,8 @@ TEST(Ch02KVCacheFork, SharedPartialBlockIsCopiedBeforeTheFirstWrite) {
 }
 
 TEST(Ch02KVCacheFork, SharedFullLastBlockNeedsNoCopy) {
-  KVCacheManager kv(4, 4, true);
-  Sequence parent = make_seq(1, iota_tokens(0, 8));
+  engine::KVCacheManager kv(4, 4, true);
+  engine::Sequence parent = make_seq(1, iota_tokens(0, 8));
   kv.allocate(parent);
   kv.fork(1, 2);
   parent.token_ids.push_back(40);
@@ -62,8 +62,8 @@ TEST(Ch02KVCacheFork, ParallelSamplingOfFourUsesTenBlocksInsteadOfSixteen) {
   // Prompt of 10 tokens, block size 4, 4 samples of 6 tokens each: 16 positions per sample.
   // Unshared: 4 × 4 = 16 blocks. Shared: the 2 full prompt blocks once, the partial third
   // block copied by the first 3 writers (the 4th keeps the original), and 4 private 4th blocks.
-  KVCacheManager kv(32, 4, true);
-  std::vector<Sequence> samples(4, make_seq(0, iota_tokens(500, 10)));
+  engine::KVCacheManager kv(32, 4, true);
+  std::vector<engine::Sequence> samples(4, make_seq(0, iota_tokens(500, 10)));
   kv.allocate(samples[0]);
   for (int i = 1; i < 4; ++i) {
     samples[size_t(i)].seq_id = i;
@@ -71,9 +71,9 @@ TEST(Ch02KVCacheFork, ParallelSamplingOfFourUsesTenBlocksInsteadOfSixteen) {
   }
   Copies copies;
   for (int step = 0; step < 6; ++step) {
-    for (Sequence& s : samples) {
+    for (engine::Sequence& s : samples) {
       s.token_ids.push_back(int(s.seq_id) * 100 + step);
-      for (const BlockCopy& c : kv.append_slot(s)) copies.push_back(c);
+      for (const engine::BlockCopy& c : kv.append_slot(s)) copies.push_back(c);
     }
   }
   EXPECT_EQ(copies, (Copies{{2, 3}, {2, 4}, {2, 5}}));
@@ -83,7 +83,7 @@ TEST(Ch02KVCacheFork, ParallelSamplingOfFourUsesTenBlocksInsteadOfSixteen) {
 }
 
 TEST(Ch02KVCacheRollback, ReleasesEmptiedBlocksTailFirst) {
-  KVCacheManager kv(5, 4, false);
+  engine::KVCacheManager kv(5, 4, false);
   kv.allocate(make_seq(1, iota_tokens(0, 10)));  // blocks 0 1 2
   kv.rollback(1, 7);
   EXPECT_EQ(kv.block_table(1).block_ids(), V{0});
@@ -101,8 +101,8 @@ TEST(Ch02KVCacheRollback, ReleasesEmptiedBlocksTailFirst) {
 }
 
 TEST(Ch02KVCacheRollback, RejectedDraftsInACachedBlockAreCopiedNotOverwritten) {
-  KVCacheManager kv(4, 4, true);
-  Sequence seq = make_seq(1, {1, 2, 3});
+  engine::KVCacheManager kv(4, 4, true);
+  engine::Sequence seq = make_seq(1, {1, 2, 3});
   kv.allocate(seq);                     // block 0: [1 2 3 _]
   seq.token_ids = {1, 2, 3, 10, 11, 12};  // three draft tokens
   kv.append_slots(seq, 3);              // block 0 full and cached as [1 2 3 10], block 1
@@ -120,10 +120,10 @@ TEST(Ch02KVCacheRollback, RejectedDraftsInACachedBlockAreCopiedNotOverwritten) {
 }
 
 TEST(Ch02KVCacheRollback, UncachesNothingThatAnotherSequenceShares) {
-  KVCacheManager kv(8, 4, true);
+  engine::KVCacheManager kv(8, 4, true);
   const V system = iota_tokens(100, 8);
   kv.allocate(make_seq(1, concat(system, {1})));  // blocks 0 1 (cached), 2
-  Sequence b = make_seq(2, concat(system, {2}));
+  engine::Sequence b = make_seq(2, concat(system, {2}));
   EXPECT_EQ(kv.allocate(b), 8);                   // hits 0 1, new 3
   kv.rollback(2, 6);                              // b keeps 3 tokens, inside shared block 0
   EXPECT_EQ(kv.block_table(2).block_ids(), V{0});

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "common/engine/kv_cache_manager.h"
+#include "common/engine/kv/kv_cache_manager.h"
 #include "kv_test_support.h"
 
 namespace nanoserve {
@@ -17,14 +17,14 @@ using V = std::vector<int>;
 using S = std::vector<int64_t>;
 
 TEST(Ch02KVCacheManager, AllocatesCeilTokensOverBlockSizeBlocks) {
-  KVCacheManager kv(8, 4, false);
-  const Sequence seq = make_seq(1, iota_tokens(100, 10));
+  engine::KVCacheManager kv(8, 4, false);
+  const engine::Sequence seq = make_seq(1, iota_tokens(100, 10));
   EXPECT_TRUE(kv.can_allocate(seq));
   EXPECT_EQ(kv.allocate(seq), 0);
   EXPECT_EQ(kv.block_table(1).block_ids(), (V{0, 1, 2}));
   EXPECT_EQ(kv.block_table(1).num_tokens(), 10);
   EXPECT_EQ(kv.pool().free_queue_ids(), (V{3, 4, 5, 6, 7}));
-  const KVCacheMetrics m = kv.metrics();
+  const engine::KVCacheMetrics m = kv.metrics();
   EXPECT_EQ(m.blocks_in_use, 3);
   EXPECT_EQ(m.used_slots, 10);
   EXPECT_EQ(m.allocated_slots, 12);
@@ -33,12 +33,12 @@ TEST(Ch02KVCacheManager, AllocatesCeilTokensOverBlockSizeBlocks) {
 }
 
 TEST(Ch02KVCacheManager, SlotIsBlockIdTimesBlockSizePlusOffset) {
-  KVCacheManager kv(3, 4, false);
+  engine::KVCacheManager kv(3, 4, false);
   kv.allocate(make_seq(1, iota_tokens(0, 4)));  // block 0
   kv.allocate(make_seq(2, iota_tokens(0, 4)));  // block 1
   kv.free(1);                                   // queue: 2, 0
   kv.allocate(make_seq(3, iota_tokens(0, 6)));  // blocks 2, 0 — out of order on purpose
-  const BlockTable& t = kv.block_table(3);
+  const engine::BlockTable& t = kv.block_table(3);
   EXPECT_EQ(t.block_ids(), (V{2, 0}));
   EXPECT_EQ(t.slot_mapping(0, 6), (S{8, 9, 10, 11, 0, 1}));
   EXPECT_EQ(t.slot(5), 1);
@@ -48,12 +48,12 @@ TEST(Ch02KVCacheManager, SlotIsBlockIdTimesBlockSizePlusOffset) {
 }
 
 TEST(Ch02KVCacheManager, AppendSlotAddsABlockOnlyWhenTheLastOneIsFull) {
-  KVCacheManager kv(4, 4, false);
-  Sequence seq = make_seq(1, iota_tokens(0, 4));
+  engine::KVCacheManager kv(4, 4, false);
+  engine::Sequence seq = make_seq(1, iota_tokens(0, 4));
   kv.allocate(seq);
   seq.token_ids.push_back(50);  // the token sampled after the prompt
   EXPECT_TRUE(kv.can_append(seq));
-  EXPECT_EQ(kv.append_slot(seq), std::vector<BlockCopy>{});
+  EXPECT_EQ(kv.append_slot(seq), std::vector<engine::BlockCopy>{});
   EXPECT_EQ(kv.block_table(1).block_ids(), (V{0, 1}));
   for (int t = 51; t < 54; ++t) {
     seq.token_ids.push_back(t);
@@ -66,17 +66,17 @@ TEST(Ch02KVCacheManager, AppendSlotAddsABlockOnlyWhenTheLastOneIsFull) {
 }
 
 TEST(Ch02KVCacheManager, PrefixHitAcrossRequestsSharesTheSystemPromptBlocks) {
-  KVCacheManager kv(8, 4, true);
+  engine::KVCacheManager kv(8, 4, true);
   const V system = iota_tokens(1000, 8);  // two full blocks
-  const Sequence a = make_seq(1, concat(system, {1, 2, 3}));
-  const Sequence b = make_seq(2, concat(system, {4, 5, 6, 7, 8}));
+  const engine::Sequence a = make_seq(1, concat(system, {1, 2, 3}));
+  const engine::Sequence b = make_seq(2, concat(system, {4, 5, 6, 7, 8}));
   EXPECT_EQ(kv.allocate(a), 0);
   EXPECT_EQ(kv.num_cached_tokens(b), 8);
   EXPECT_EQ(kv.allocate(b), 8);
   EXPECT_EQ(kv.block_table(1).block_ids(), (V{0, 1, 2}));
   EXPECT_EQ(kv.block_table(2).block_ids(), (V{0, 1, 3, 4}));
   EXPECT_EQ(ref_counts(kv.pool()), (V{2, 2, 1, 1, 1, 0, 0, 0}));
-  const KVCacheMetrics m = kv.metrics();
+  const engine::KVCacheMetrics m = kv.metrics();
   EXPECT_EQ(m.queries, 2 + 3);  // full blocks before each last token: (11-1)/4, (13-1)/4
   EXPECT_EQ(m.hits, 2);
   EXPECT_DOUBLE_EQ(m.hit_rate(), 0.4);
@@ -87,7 +87,7 @@ TEST(Ch02KVCacheManager, PrefixHitAcrossRequestsSharesTheSystemPromptBlocks) {
 }
 
 TEST(Ch02KVCacheManager, HitOnAFinishedRequestsBlocksTakesThemOutOfTheFreeQueue) {
-  KVCacheManager kv(6, 4, true);
+  engine::KVCacheManager kv(6, 4, true);
   const V system = iota_tokens(1000, 8);
   kv.allocate(make_seq(1, concat(system, {1, 2})));  // blocks 0 1 2
   kv.free(1);
@@ -99,7 +99,7 @@ TEST(Ch02KVCacheManager, HitOnAFinishedRequestsBlocksTakesThemOutOfTheFreeQueue)
 }
 
 TEST(Ch02KVCacheManager, FullyCachedPromptStillRecomputesItsLastToken) {
-  KVCacheManager kv(8, 4, true);
+  engine::KVCacheManager kv(8, 4, true);
   const V prompt = iota_tokens(7, 8);  // ends exactly on a block boundary
   kv.allocate(make_seq(1, prompt));
   kv.free(1);
@@ -117,7 +117,7 @@ TEST(Ch02KVCacheManager, FullyCachedPromptStillRecomputesItsLastToken) {
 }
 
 TEST(Ch02KVCacheManager, ReverseOrderFreeEvictsTheChainTailFirst) {
-  KVCacheManager kv(4, 2, true);
+  engine::KVCacheManager kv(4, 2, true);
   const V prompt = {1, 2, 3, 4, 5, 6};
   kv.allocate(make_seq(1, prompt));  // [1 2][3 4][5 6] in blocks 0 1 2, all cached
   kv.free(1);
@@ -130,7 +130,7 @@ TEST(Ch02KVCacheManager, ReverseOrderFreeEvictsTheChainTailFirst) {
 }
 
 TEST(Ch02KVCacheManager, TouchesItsHitsBeforeEvictingSoAHitIsNeverItsOwnVictim) {
-  KVCacheManager kv(3, 2, true);
+  engine::KVCacheManager kv(3, 2, true);
   kv.allocate(make_seq(1, {1, 2, 3}));  // blocks 0 [1 2]*, 1 [3]
   kv.free(1);                           // queue 2 1 0
   kv.allocate(make_seq(2, {9, 9, 9}));  // blocks 2, 1
@@ -143,26 +143,26 @@ TEST(Ch02KVCacheManager, TouchesItsHitsBeforeEvictingSoAHitIsNeverItsOwnVictim) 
 }
 
 TEST(Ch02KVCacheManager, FreeCachedHitsCountAgainstTheFreeBlocks) {
-  KVCacheManager kv(2, 2, true);
+  engine::KVCacheManager kv(2, 2, true);
   kv.allocate(make_seq(1, {1, 2, 3}));
   kv.free(1);  // both blocks free, block 0 cached
-  const Sequence big = make_seq(2, {1, 2, 4, 5, 6});  // hit 0 + 2 new = 3 blocks
+  const engine::Sequence big = make_seq(2, {1, 2, 4, 5, 6});  // hit 0 + 2 new = 3 blocks
   EXPECT_FALSE(kv.can_allocate(big));
-  EXPECT_THROW(kv.allocate(big), BlockPoolExhausted);
+  EXPECT_THROW(kv.allocate(big), engine::BlockPoolExhausted);
   EXPECT_EQ(kv.pool().free_queue_ids(), (V{1, 0}));
   EXPECT_TRUE(kv.pool().block(0).cached);
-  const Sequence fits = make_seq(3, {1, 2, 4});
+  const engine::Sequence fits = make_seq(3, {1, 2, 4});
   EXPECT_TRUE(kv.can_allocate(fits));
   EXPECT_EQ(kv.allocate(fits), 2);
   EXPECT_KV_INVARIANTS(kv);
 }
 
 TEST(Ch02KVCacheManager, ExhaustionIsRecoverableAndLeavesEveryTableUnchanged) {
-  KVCacheManager kv(4, 2, true);
-  Sequence a = make_seq(1, {1, 2, 3});
+  engine::KVCacheManager kv(4, 2, true);
+  engine::Sequence a = make_seq(1, {1, 2, 3});
   kv.allocate(a);                        // blocks 0 1
   kv.allocate(make_seq(2, {5, 6, 7}));   // blocks 2 3
-  const KVCacheMetrics before = kv.metrics();
+  const engine::KVCacheMetrics before = kv.metrics();
   a.token_ids.push_back(4);
   kv.append_slot(a);                     // fills block 1 in place: no new block
   a.token_ids.push_back(9);
@@ -170,11 +170,11 @@ TEST(Ch02KVCacheManager, ExhaustionIsRecoverableAndLeavesEveryTableUnchanged) {
   try {
     kv.append_slot(a);
     FAIL() << "expected BlockPoolExhausted";
-  } catch (const BlockPoolExhausted& e) {
+  } catch (const engine::BlockPoolExhausted& e) {
     EXPECT_STREQ(e.what(), "KV cache: append_slots(sequence 1, 1) needs 1 free blocks but only "
                            "0 of 4 are free");
   }
-  EXPECT_THROW(kv.allocate(make_seq(3, {8})), BlockPoolExhausted);
+  EXPECT_THROW(kv.allocate(make_seq(3, {8})), engine::BlockPoolExhausted);
   EXPECT_FALSE(kv.contains(3));
   EXPECT_EQ(kv.block_table(1).block_ids(), (V{0, 1}));
   EXPECT_EQ(kv.block_table(1).num_tokens(), 4);
@@ -182,13 +182,13 @@ TEST(Ch02KVCacheManager, ExhaustionIsRecoverableAndLeavesEveryTableUnchanged) {
   EXPECT_EQ(ref_counts(kv.pool()), (V{1, 1, 1, 1}));
   EXPECT_EQ(kv.metrics().queries, before.queries);  // failed calls count nothing
   kv.free(2);  // what a scheduler's preemption would do; then the retry succeeds
-  EXPECT_EQ(kv.append_slot(a), std::vector<BlockCopy>{});
+  EXPECT_EQ(kv.append_slot(a), std::vector<engine::BlockCopy>{});
   EXPECT_EQ(kv.block_table(1).block_ids(), (V{0, 1, 3}));
   EXPECT_KV_INVARIANTS(kv);
 }
 
 TEST(Ch02KVCacheManager, PrefixCachingOffNeverShares) {
-  KVCacheManager kv(8, 2, false);
+  engine::KVCacheManager kv(8, 2, false);
   const V prompt = {1, 2, 3, 4, 5};
   kv.allocate(make_seq(1, prompt));
   EXPECT_EQ(kv.num_cached_tokens(make_seq(2, prompt)), 0);
@@ -200,8 +200,8 @@ TEST(Ch02KVCacheManager, PrefixCachingOffNeverShares) {
 }
 
 TEST(Ch02KVCacheManager, ChunkedPrefillReservesTheFirstChunkThenAppendsTheRest) {
-  KVCacheManager kv(8, 4, true);
-  const Sequence seq = make_seq(1, iota_tokens(0, 10));
+  engine::KVCacheManager kv(8, 4, true);
+  const engine::Sequence seq = make_seq(1, iota_tokens(0, 10));
   EXPECT_EQ(kv.allocate(seq, 3), 0);
   EXPECT_EQ(kv.block_table(1).num_tokens(), 3);
   EXPECT_EQ(kv.metrics().blocks_cached, 0);  // block 0 is not full yet
@@ -216,8 +216,8 @@ TEST(Ch02KVCacheManager, ChunkedPrefillReservesTheFirstChunkThenAppendsTheRest) 
 }
 
 TEST(Ch02KVCacheManager, RejectsMisuseWithClearErrors) {
-  KVCacheManager kv(4, 2, true);
-  const Sequence seq = make_seq(5, {1, 2, 3});
+  engine::KVCacheManager kv(4, 2, true);
+  const engine::Sequence seq = make_seq(5, {1, 2, 3});
   kv.allocate(seq);
   EXPECT_THROW(kv.allocate(seq), InvalidArgument);                 // already live
   EXPECT_THROW(kv.allocate(make_seq(6, {})), InvalidArgument);     // no tokens

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "common/engine/kv_cache_manager.h"
+#include "common/engine/kv/kv_cache_manager.h"
 #include "common/sampling/rng.h"
 #include "kv_test_support.h"
 #include "reference_kv_model.h"
@@ -32,18 +32,18 @@ struct Coverage {
 };
 
 // Every observable of the manager against the model; an empty string when they agree.
-std::string compare(const KVCacheManager& kv, const ReferenceKV& ref, BlockHashFn hash_fn) {
+std::string compare(const engine::KVCacheManager& kv, const ReferenceKV& ref, engine::BlockHashFn hash_fn) {
   std::ostringstream diff;
-  const BlockPool& pool = kv.pool();
+  const engine::BlockPool& pool = kv.pool();
   if (pool.free_queue_ids() != ref.free_list) diff << "free queue differs; ";
   for (int id = 0; id < pool.num_blocks(); ++id) {
-    const KVCacheBlock& b = pool.block(id);
+    const engine::KVCacheBlock& b = pool.block(id);
     const ReferenceKV::Block& r = ref.blocks[size_t(id)];
     if (b.ref_cnt != r.ref) diff << "block " << id << " ref_cnt " << b.ref_cnt << " vs " << r.ref;
     if (b.cached != r.cached) diff << "block " << id << " cached " << b.cached << "; ";
     if (!b.cached || !r.cached) continue;
     const std::vector<int> last(r.prefix.end() - ref.bs, r.prefix.end());
-    BlockHash chain = kRootBlockHash;
+    engine::BlockHash chain = engine::kRootBlockHash;
     for (size_t i = 0; i < r.prefix.size(); i += size_t(ref.bs)) {
       chain = hash_fn(chain, r.prefix.data() + i, ref.bs);
     }
@@ -55,12 +55,12 @@ std::string compare(const KVCacheManager& kv, const ReferenceKV& ref, BlockHashF
       diff << "sequence " << id << " missing; ";
       continue;
     }
-    const BlockTable& table = kv.block_table(id);
+    const engine::BlockTable& table = kv.block_table(id);
     if (table.block_ids() != t.blocks || table.num_tokens() != t.num_tokens) {
       diff << "table of sequence " << id << " differs; ";
     }
   }
-  const KVCacheMetrics m = kv.metrics();
+  const engine::KVCacheMetrics m = kv.metrics();
   if (m.queries != ref.queries || m.hits != ref.hits || m.prefill_tokens_computed != ref.computed ||
       m.prefill_tokens_skipped != ref.skipped || m.block_copies != ref.copies ||
       m.evictions != ref.evictions || m.blocks_free != int(ref.free_list.size()) ||
@@ -88,17 +88,17 @@ void run(uint64_t seed, Coverage* cov) {
   const int num_blocks = 3 + d.below(14);
   const int bs = 1 + d.below(4);
   const bool caching = d.below(4) != 0;
-  const BlockHashFn hashes[] = {&xxh3_block_hash, &testing::weak_hash, &testing::constant_hash};
-  const BlockHashFn hash_fn = hashes[d.below(3)];
-  KVCacheManager kv(num_blocks, bs, caching, hash_fn);
+  const engine::BlockHashFn hashes[] = {&engine::xxh3_block_hash, &testing::weak_hash, &testing::constant_hash};
+  const engine::BlockHashFn hash_fn = hashes[d.below(3)];
+  engine::KVCacheManager kv(num_blocks, bs, caching, hash_fn);
   ReferenceKV ref(num_blocks, bs, caching);
   std::vector<std::vector<int>> prefixes(3);
   for (auto& p : prefixes) {
     for (int n = d.below(13); n > 0; --n) p.push_back(d.below(3));
   }
-  std::map<int64_t, Sequence> live;
+  std::map<int64_t, engine::Sequence> live;
   int64_t next_id = 0;
-  auto pick = [&]() -> Sequence& {
+  auto pick = [&]() -> engine::Sequence& {
     auto it = live.begin();
     std::advance(it, d.below(int(live.size())));
     return it->second;
@@ -107,7 +107,7 @@ void run(uint64_t seed, Coverage* cov) {
     const int op = live.empty() ? 0 : d.below(10);
     std::string what;
     if (op <= 2) {  // admit a new sequence, sometimes only its first chunk
-      Sequence seq;
+      engine::Sequence seq;
       seq.seq_id = next_id++;
       seq.token_ids = prefixes[size_t(d.below(3))];
       for (int n = 1 + d.below(6); n > 0; --n) seq.token_ids.push_back(d.below(3));
@@ -123,12 +123,12 @@ void run(uint64_t seed, Coverage* cov) {
         cov->hits += cached > 0;
         live.emplace(seq.seq_id, seq);
       } else {
-        ASSERT_THROW(kv.allocate(seq, n), BlockPoolExhausted) << "seed " << seed;
+        ASSERT_THROW(kv.allocate(seq, n), engine::BlockPoolExhausted) << "seed " << seed;
         ++cov->exhausted;
       }
       what = "allocate";
     } else if (op <= 5) {  // grow: the next prefill chunk, or new (decoded/draft) tokens
-      Sequence& seq = pick();
+      engine::Sequence& seq = pick();
       const int slots = kv.block_table(seq.seq_id).num_tokens();
       int n = 0;
       if (slots < seq.num_tokens()) {
@@ -138,19 +138,19 @@ void run(uint64_t seed, Coverage* cov) {
           seq.token_ids.push_back(d.below(3));
         }
       }
-      std::vector<BlockCopy> ref_copies;
+      std::vector<engine::BlockCopy> ref_copies;
       const bool fits = ref.append(seq.seq_id, seq.token_ids, n, &ref_copies);
       ASSERT_EQ(kv.can_append(seq, n), fits) << "seed " << seed << " step " << step;
       if (fits) {
         ASSERT_EQ(kv.append_slots(seq, n), ref_copies) << "seed " << seed << " step " << step;
         cov->copies += long(ref_copies.size());
       } else {
-        ASSERT_THROW(kv.append_slots(seq, n), BlockPoolExhausted) << "seed " << seed;
+        ASSERT_THROW(kv.append_slots(seq, n), engine::BlockPoolExhausted) << "seed " << seed;
         ++cov->exhausted;
       }
       what = "append";
     } else if (op == 6) {  // speculative decoding rejects the last n tokens
-      Sequence& seq = pick();
+      engine::Sequence& seq = pick();
       const int slots = kv.block_table(seq.seq_id).num_tokens();
       const int n = d.below(slots + 1);
       kv.rollback(seq.seq_id, n);
@@ -159,7 +159,7 @@ void run(uint64_t seed, Coverage* cov) {
       ++cov->rollbacks;
       what = "rollback";
     } else if (op == 7) {  // parallel sampling
-      Sequence child = pick();
+      engine::Sequence child = pick();
       const int64_t parent = child.seq_id;
       child.seq_id = next_id++;
       kv.fork(parent, child.seq_id);
@@ -178,7 +178,7 @@ void run(uint64_t seed, Coverage* cov) {
     ASSERT_EQ(compare(kv, ref, hash_fn), "") << "seed " << seed << " step " << step << " " << what;
   }
   cov->evictions += kv.metrics().evictions;
-  if (caching && hash_fn != &xxh3_block_hash) cov->collisions += kv.metrics().blocks_cached > 1;
+  if (caching && hash_fn != &engine::xxh3_block_hash) cov->collisions += kv.metrics().blocks_cached > 1;
 }
 
 TEST(Ch02KVCacheProperty, ThousandsOfRandomOperationSequencesMatchTheReferenceModel) {

@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "common/engine/kernel_backend.h"
-#include "common/engine/paged_backend.h"
+#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/decode/paged_backend.h"
 #include "common/error.h"
 #include "common/model_bundle.h"
 #include "common/oracle/forward.h"
@@ -26,11 +26,11 @@ using nanoserve::testing::greedy;
 // Scrambles the pool's free queue: allocates every block through throwaway sequences of one
 // block each, then frees them in a random order, so later allocations get physical blocks in
 // no particular order (the tables are then anything but [0, 1, 2, …]).
-void shuffle_free_blocks(KVCacheManager& manager, unsigned seed) {
+void shuffle_free_blocks(engine::KVCacheManager& manager, unsigned seed) {
   const int n = manager.pool().num_free_blocks();
   std::vector<std::int64_t> ids;
   for (int i = 0; i < n; ++i) {
-    Sequence s;
+    engine::Sequence s;
     s.seq_id = 1000000 + i;
     s.token_ids = {i % 7 + 1};
     manager.allocate(s);
@@ -60,7 +60,7 @@ TEST_F(Ch02PagedBackend, GreedyTokensEqualTheNaiveCacheWithShuffledBlocks) {
   KernelBackend naive(*device_, CacheMode::kNaiveCache, 128);
   const GenerateResult want = greedy(naive, prompt(21), 24);
   for (int block_size : {1, 4, 16}) {
-    KVCacheManager manager(256, block_size, false);
+    engine::KVCacheManager manager(256, block_size, false);
     shuffle_free_blocks(manager, 7u + unsigned(block_size));
     PagedKVCache cache(model_.config, DType::kF32, manager, 128);
     ModelRunner runner(*device_, {8, 8});  // the 21-token prompt runs in chunks of 8, 8 and 5
@@ -74,7 +74,7 @@ TEST_F(Ch02PagedBackend, GreedyTokensEqualTheNaiveCacheWithShuffledBlocks) {
 }
 
 TEST_F(Ch02PagedBackend, AllPositionLogitsMatchTheOracleAcrossBlockBoundaries) {
-  KVCacheManager manager(64, 4, false);
+  engine::KVCacheManager manager(64, 4, false);
   shuffle_free_blocks(manager, 3);
   PagedKVCache cache(model_.config, DType::kF32, manager, 64);
   ModelRunner runner(*device_, {17, 17});
@@ -94,7 +94,7 @@ TEST_F(Ch02PagedBackend, AllPositionLogitsMatchTheOracleAcrossBlockBoundaries) {
 }
 
 TEST_F(Ch02PagedBackend, APrefixCacheHitSkipsWorkAndChangesNoToken) {
-  KVCacheManager manager(128, 4, true);
+  engine::KVCacheManager manager(128, 4, true);
   PagedKVCache cache(model_.config, DType::kF32, manager, 128);
   ModelRunner runner(*device_, {64, 1});
   PagedBackend first(runner, manager, cache, 1);
@@ -113,7 +113,7 @@ TEST_F(Ch02PagedBackend, APrefixCacheHitSkipsWorkAndChangesNoToken) {
 }
 
 TEST_F(Ch02PagedBackend, RollbackThenRecomputeEqualsNeverHavingGoneThere) {
-  KVCacheManager manager(64, 4, false);
+  engine::KVCacheManager manager(64, 4, false);
   PagedKVCache cache(model_.config, DType::kF32, manager, 64);
   ModelRunner runner(*device_, {16, 16});
   PagedBackend paged(runner, manager, cache, 9);
@@ -130,14 +130,14 @@ TEST_F(Ch02PagedBackend, RollbackThenRecomputeEqualsNeverHavingGoneThere) {
 }
 
 TEST_F(Ch02PagedBackend, AFullPoolThrowsAndLeavesTheSequenceUsable) {
-  KVCacheManager manager(3, 4, false);  // 12 slots
+  engine::KVCacheManager manager(3, 4, false);  // 12 slots
   PagedKVCache cache(model_.config, DType::kF32, manager, 64);
   ModelRunner runner(*device_, {16, 1});
   PagedBackend paged(runner, manager, cache, 1);
   paged.forward(prompt(10), 0);
   EXPECT_NO_THROW(paged.forward({5}, 10));
   EXPECT_NO_THROW(paged.forward({6}, 11));
-  EXPECT_THROW(paged.forward({7}, 12), BlockPoolExhausted);
+  EXPECT_THROW(paged.forward({7}, 12), engine::BlockPoolExhausted);
   EXPECT_EQ(paged.length(), 12);
   EXPECT_EQ(manager.check_invariants(), "");
   paged.truncate(11);
@@ -145,12 +145,12 @@ TEST_F(Ch02PagedBackend, AFullPoolThrowsAndLeavesTheSequenceUsable) {
 }
 
 TEST_F(Ch02PagedBackend, RefusesChunksWithoutReservedSlots) {
-  KVCacheManager manager(8, 4, false);
+  engine::KVCacheManager manager(8, 4, false);
   PagedKVCache cache(model_.config, DType::kF32, manager, 32);
   ModelRunner runner(*device_, {8, 1});
   EXPECT_THROW(runner.forward(ForwardBatch::single(4, {1, 2}, 0, LogitRows::kLast), cache),
                InvalidArgument);  // sequence 4 has no table
-  Sequence s;
+  engine::Sequence s;
   s.seq_id = 4;
   s.token_ids = {1, 2};
   manager.allocate(s);
@@ -164,7 +164,7 @@ TEST(Ch02PagedBackendReal, Stories260KGreedyReproducesTheReferenceStory) {
   NANOSERVE_REQUIRE_DATA(path, "stories260K.bin");
   const ModelBundle b = load_model_bundle(path);
   const DeviceModel device(b.model, DType::kF32);
-  KVCacheManager manager(64, 16, true);
+  engine::KVCacheManager manager(64, 16, true);
   shuffle_free_blocks(manager, 11);
   PagedKVCache cache(b.model.config, DType::kF32, manager);
   ModelRunner runner(device, {64, 1});

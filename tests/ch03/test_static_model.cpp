@@ -10,8 +10,8 @@
 
 #include "ch01/engine_test_support.h"
 #include "ch04/model_test_support.h"
-#include "common/engine/model_executor.h"
-#include "common/engine/static_batcher.h"
+#include "common/engine/serve/model_executor.h"
+#include "common/engine/serve/static_batcher.h"
 #include "common/model_bundle.h"
 
 namespace nanoserve::engine {
@@ -28,19 +28,19 @@ TEST(Ch03StaticModel, EveryRequestGetsItsSoloTokensAndWastedRowsAreComputed) {
   const Model model = load_model_bundle("synthetic:tiny").model;
   const DeviceModel device(model, DType::kF32);
   // Five requests: a batch of four, then one alone. Kept small: the simulator runs every row.
-  const std::vector<Request> requests = model_workload(7, 5, model.config.vocab_size, 36, 6);
+  const std::vector<engine::Request> requests = model_workload(7, 5, model.config.vocab_size, 36, 6);
   const std::vector<std::vector<int>> solo = solo_tokens(device, requests, kMaxModelLen);
   for (int batch_size : {4}) {
-    StaticBatchConfig config;
+    engine::StaticBatchConfig config;
     config.batch_size = batch_size;
     config.max_model_len = kMaxModelLen;
     config.num_kv_blocks = 64;
     config.block_size = 4;
     config.enable_prefix_caching = true;  // request 1 may hit request 0's blocks
     // 16 rows per pass: a batch of 4 prompts (up to 36 tokens each) needs several passes.
-    ModelExecutor executor(device, executor_options_for(config, 16));
-    SimulatedClock clock;
-    const ServingRun run = run_static(requests, config, executor, clock);
+    engine::ModelExecutor executor(device, engine::executor_options_for(config, 16));
+    engine::SimulatedClock clock;
+    const engine::ServingRun run = engine::run_static(requests, config, executor, clock);
     const std::string what = "batch size " + std::to_string(batch_size);
     expect_solo_tokens(run, solo, what);
     EXPECT_EQ(executor.num_rows(), run.waste.useful_rows) << what;

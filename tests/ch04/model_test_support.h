@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/kernel_backend.h"
-#include "common/engine/serving_loop.h"
-#include "common/engine/workload.h"
+#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/serve/serving_loop.h"
+#include "common/harness/workload.h"
 #include "common/generation/generate.h"
 
 namespace nanoserve::testing {
@@ -24,22 +24,22 @@ namespace nanoserve::testing {
 /// outputs uniform in [1, max_output], BOS first, EOS (id 2) stops; even ids greedy, odd ids
 /// sampled (temperature 0.9, top-k 40, each with its own seed); request 1 starts with
 /// request 0's prompt (a prefix-cache hit when both are long enough).
-inline std::vector<Request> model_workload(std::uint64_t seed, int n, int vocab, int max_prompt,
+inline std::vector<engine::Request> model_workload(std::uint64_t seed, int n, int vocab, int max_prompt,
                                            int max_output) {
-  WorkloadSpec spec;
+  harness::WorkloadSpec spec;
   spec.num_requests = n;
   spec.rate = std::numeric_limits<double>::infinity();
-  spec.prompt_len = LengthDist::log_normal(max_prompt / 3.0, 0.8, 2, max_prompt);
-  spec.max_tokens = LengthDist::uniform(1, max_output);
+  spec.prompt_len = harness::LengthDist::log_normal(max_prompt / 3.0, 0.8, 2, max_prompt);
+  spec.max_tokens = harness::LengthDist::uniform(1, max_output);
   spec.seed = seed;
-  RequestDefaults defaults;
+  harness::RequestDefaults defaults;
   defaults.vocab_size = vocab;
   defaults.bos_id = 1;
   defaults.stop_token_ids = {2};
   defaults.sampling.temperature = 0.9f;
   defaults.sampling.top_k = 40;
-  std::vector<Request> requests = make_requests(generate_workload(spec), defaults);
-  for (Request& r : requests) {
+  std::vector<engine::Request> requests = harness::make_requests(harness::generate_workload(spec), defaults);
+  for (engine::Request& r : requests) {
     if (r.id() % 2 == 0) r.seq.sampling.temperature = 0.0f;
   }
   if (n >= 2 && requests[1].prompt_len >= 4) {
@@ -57,11 +57,11 @@ inline std::vector<Request> model_workload(std::uint64_t seed, int n, int vocab,
 /// `KernelBackend` (naive contiguous KV) with the request's sampling parameters, stop ids
 /// and max_tokens. Indexed by request id.
 inline std::vector<std::vector<int>> solo_tokens(const engine::DeviceModel& model,
-                                                 const std::vector<Request>& requests,
+                                                 const std::vector<engine::Request>& requests,
                                                  int max_seq_len) {
   std::vector<std::vector<int>> out(requests.size());
   engine::KernelBackend backend(model, engine::CacheMode::kNaiveCache, max_seq_len);
-  for (const Request& r : requests) {
+  for (const engine::Request& r : requests) {
     GenerateOptions opt;
     opt.max_new_tokens = r.max_tokens;
     opt.sampling = r.seq.sampling;
@@ -73,11 +73,11 @@ inline std::vector<std::vector<int>> solo_tokens(const engine::DeviceModel& mode
 }
 
 /// \brief Expects every request of `run` to have finished normally with its solo tokens.
-inline void expect_solo_tokens(const ServingRun& run, const std::vector<std::vector<int>>& solo,
+inline void expect_solo_tokens(const engine::ServingRun& run, const std::vector<std::vector<int>>& solo,
                                const std::string& what) {
   ASSERT_EQ(run.requests.size(), solo.size()) << what;
-  for (const Request& r : run.requests) {
-    ASSERT_TRUE(r.finish_reason == FinishReason::kStop || r.finish_reason == FinishReason::kLength)
+  for (const engine::Request& r : run.requests) {
+    ASSERT_TRUE(r.finish_reason == engine::FinishReason::kStop || r.finish_reason == engine::FinishReason::kLength)
         << what << ", request " << r.id() << ": " << to_string(r.finish_reason) << " "
         << r.finish_detail;
     EXPECT_EQ(r.seq.token_ids, solo[static_cast<std::size_t>(r.id())])

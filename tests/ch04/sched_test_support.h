@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/fake_executor.h"
-#include "common/engine/request.h"
-#include "common/engine/scheduler.h"
-#include "common/engine/scheduler_output.h"
+#include "common/harness/fake_executor.h"
+#include "common/engine/serve/request.h"
+#include "common/engine/serve/scheduler.h"
+#include "common/engine/serve/scheduler_output.h"
 
 namespace nanoserve::testing {
 
@@ -24,16 +24,16 @@ inline std::vector<int> prompt_of(int prompt_len, int first = 100) {
 }
 
 /// A greedy request with a prompt of `prompt_len` distinct tokens.
-inline Request req(int64_t id, int prompt_len, int max_tokens, double arrival_s = 0) {
-  return make_request(id, prompt_of(prompt_len, 100 + 1000 * int(id)), max_tokens,
+inline engine::Request req(int64_t id, int prompt_len, int max_tokens, double arrival_s = 0) {
+  return engine::make_request(id, prompt_of(prompt_len, 100 + 1000 * int(id)), max_tokens,
                       SamplingParams{0.0f}, arrival_s);
 }
 
 /// "id@start+n" per scheduled sequence, with "!" when it samples, space-separated:
 /// "0@8+1! 1@0+6" = request 0 decodes position 8; request 1 prefills positions 0..5.
-inline std::string describe(const SchedulerOutput& out) {
+inline std::string describe(const engine::SchedulerOutput& out) {
   std::string s;
-  for (const ScheduledSequence& q : out.seqs) {
+  for (const engine::ScheduledSequence& q : out.seqs) {
     if (!s.empty()) s += ' ';
     s += std::to_string(q.seq_id) + "@" + std::to_string(q.start_pos) + "+" +
          std::to_string(q.num_tokens) + (q.sample ? "!" : "");
@@ -42,9 +42,9 @@ inline std::string describe(const SchedulerOutput& out) {
 }
 
 /// A config with a small pool and no prefix caching, for hand-computed scenarios.
-inline SchedulerConfig tiny_config(int num_blocks, int block_size, int budget,
+inline engine::SchedulerConfig tiny_config(int num_blocks, int block_size, int budget,
                                    int max_num_seqs = 8, int max_model_len = 64) {
-  SchedulerConfig c;
+  engine::SchedulerConfig c;
   c.num_kv_blocks = num_blocks;
   c.block_size = block_size;
   c.max_num_batched_tokens = budget;
@@ -56,8 +56,8 @@ inline SchedulerConfig tiny_config(int num_blocks, int block_size, int budget,
 
 /// One step: schedule, sample token 7 for every sampling sequence, update. Returns the
 /// output's description; checks the scheduler's invariants before and after the update.
-inline std::string step(Scheduler& s, int token = 7) {
-  const SchedulerOutput out = s.schedule();
+inline std::string step(engine::Scheduler& s, int token = 7) {
+  const engine::SchedulerOutput out = s.schedule();
   EXPECT_EQ(s.check_invariants(), "");
   s.update(out, std::vector<int>(size_t(out.num_sampled()), token));
   EXPECT_EQ(s.check_invariants(), "");

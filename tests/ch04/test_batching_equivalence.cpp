@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/fake_executor.h"
-#include "common/engine/serving_loop.h"
-#include "common/engine/static_batcher.h"
-#include "common/engine/workload.h"
+#include "common/harness/fake_executor.h"
+#include "common/engine/serve/serving_loop.h"
+#include "common/engine/serve/static_batcher.h"
+#include "common/harness/workload.h"
 
 namespace nanoserve {
 namespace {
@@ -21,18 +21,18 @@ constexpr int kBlockSize = 4;
 
 /// A mixed workload: long-tailed prompt lengths, uniform output lengths, Poisson arrivals,
 /// half greedy and half sampled, EOS = 0, two requests sharing a prefix now and then.
-std::vector<Request> workload(uint64_t seed, int n) {
-  WorkloadSpec spec;
+std::vector<engine::Request> workload(uint64_t seed, int n) {
+  harness::WorkloadSpec spec;
   spec.num_requests = n;
   spec.rate = 40;
-  spec.prompt_len = LengthDist::log_normal(12, 0.8, 1, 60);
-  spec.max_tokens = LengthDist::uniform(1, 30);
+  spec.prompt_len = harness::LengthDist::log_normal(12, 0.8, 1, 60);
+  spec.max_tokens = harness::LengthDist::uniform(1, 30);
   spec.seed = seed;
-  RequestDefaults defaults;
+  harness::RequestDefaults defaults;
   defaults.vocab_size = kVocab;
   defaults.bos_id = 1;  // every prompt starts with BOS: block 0 is often shared
   defaults.stop_token_ids = {0};
-  std::vector<Request> requests = make_requests(generate_workload(spec), defaults);
+  std::vector<engine::Request> requests = harness::make_requests(harness::generate_workload(spec), defaults);
   for (size_t i = 0; i < requests.size(); ++i) {
     if (i % 2 == 0) requests[i].seq.sampling.temperature = 0.0f;
   }
@@ -40,25 +40,25 @@ std::vector<Request> workload(uint64_t seed, int n) {
 }
 
 /// Each request's tokens when it runs alone (no scheduler, no batch, no KV).
-std::vector<std::vector<int>> solo_tokens(const std::vector<Request>& requests) {
+std::vector<std::vector<int>> solo_tokens(const std::vector<engine::Request>& requests) {
   std::vector<std::vector<int>> out;
-  for (const Request& r : requests) {
-    out.push_back(fake_reference_run(r, kVocab, kMaxModelLen).seq.token_ids);
+  for (const engine::Request& r : requests) {
+    out.push_back(harness::fake_reference_run(r, kVocab, kMaxModelLen).seq.token_ids);
   }
   return out;
 }
 
-void expect_solo_tokens(const ServingRun& run, const std::vector<std::vector<int>>& solo,
+void expect_solo_tokens(const engine::ServingRun& run, const std::vector<std::vector<int>>& solo,
                         const std::string& what) {
   ASSERT_EQ(run.requests.size(), solo.size()) << what;
-  for (const Request& r : run.requests) {
-    ASSERT_NE(r.finish_reason, FinishReason::kRejected) << what << ": " << r.finish_detail;
+  for (const engine::Request& r : run.requests) {
+    ASSERT_NE(r.finish_reason, engine::FinishReason::kRejected) << what << ": " << r.finish_detail;
     EXPECT_EQ(r.seq.token_ids, solo[size_t(r.id())]) << what << ", request " << r.id();
   }
 }
 
-SchedulerConfig continuous_config(bool chunked, bool prefix, int num_blocks) {
-  SchedulerConfig c;
+engine::SchedulerConfig continuous_config(bool chunked, bool prefix, int num_blocks) {
+  engine::SchedulerConfig c;
   c.max_num_seqs = 16;
   c.max_num_batched_tokens = chunked ? 24 : kMaxModelLen;
   c.max_model_len = kMaxModelLen;
@@ -74,15 +74,15 @@ TEST(Ch04BatchingEquivalence, EveryRequestGetsItsSoloTokensUnderEveryPolicy) {
   constexpr int kTinyPool = 24;
   long long preemptions = 0;
   for (uint64_t seed = 0; seed < 12; ++seed) {
-    const std::vector<Request> requests = workload(seed, 24);
+    const std::vector<engine::Request> requests = workload(seed, 24);
     const std::vector<std::vector<int>> solo = solo_tokens(requests);
     for (bool chunked : {true, false}) {
       for (bool prefix : {true, false}) {
         for (int blocks : {kTinyPool, 1024}) {
-          SimulatedClock clock;
-          FakeExecutor ex(blocks, kBlockSize, kVocab, &clock);
-          const ServingRun run =
-              run_continuous(requests, continuous_config(chunked, prefix, blocks), ex, clock);
+          engine::SimulatedClock clock;
+          harness::FakeExecutor ex(blocks, kBlockSize, kVocab, &clock);
+          const engine::ServingRun run =
+              engine::run_continuous(requests, continuous_config(chunked, prefix, blocks), ex, clock);
           expect_solo_tokens(run, solo,
                              "continuous seed " + std::to_string(seed) + " chunked " +
                                  std::to_string(chunked) + " prefix " + std::to_string(prefix) +
@@ -95,15 +95,15 @@ TEST(Ch04BatchingEquivalence, EveryRequestGetsItsSoloTokensUnderEveryPolicy) {
       }
     }
     for (int batch_size : {1, 3, 8}) {
-      StaticBatchConfig sc;
+      engine::StaticBatchConfig sc;
       sc.batch_size = batch_size;
       sc.max_model_len = kMaxModelLen;
       sc.num_kv_blocks = kTinyPool * 2;
       sc.block_size = kBlockSize;
       sc.enable_prefix_caching = batch_size == 3;
-      SimulatedClock clock;
-      FakeExecutor ex(sc.num_kv_blocks, kBlockSize, kVocab, &clock);
-      expect_solo_tokens(run_static(requests, sc, ex, clock), solo,
+      engine::SimulatedClock clock;
+      harness::FakeExecutor ex(sc.num_kv_blocks, kBlockSize, kVocab, &clock);
+      expect_solo_tokens(engine::run_static(requests, sc, ex, clock), solo,
                          "static seed " + std::to_string(seed) + " batch " +
                              std::to_string(batch_size));
     }

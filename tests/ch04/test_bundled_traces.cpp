@@ -7,18 +7,18 @@
 #include <cstdlib>
 #include <string>
 
-#include "common/engine/trace.h"
-#include "common/engine/workload.h"
+#include "common/harness/trace.h"
+#include "common/harness/workload.h"
 
 namespace nanoserve {
 namespace {
 
 TEST(Ch04BundledTraces, FilesEqualTheGeneratorsOutput) {
   const char* write = std::getenv("NANOSERVE_WRITE_TRACES");
-  for (const BundledTrace& t : bundled_traces()) {
+  for (const harness::BundledTrace& t : harness::bundled_traces()) {
     const std::string path = "data/traces/" + t.file;  // ctest runs in the source root
-    if (write != nullptr && std::string(write) == "1") write_trace(path, generate_workload(t.spec));
-    EXPECT_EQ(load_trace(path), generate_workload(t.spec)) << path;
+    if (write != nullptr && std::string(write) == "1") harness::write_trace(path, harness::generate_workload(t.spec));
+    EXPECT_EQ(harness::load_trace(path), harness::generate_workload(t.spec)) << path;
   }
 }
 

@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "common/engine/fake_executor.h"
-#include "common/engine/kv_cache_manager.h"
+#include "common/harness/fake_executor.h"
+#include "common/engine/kv/kv_cache_manager.h"
 #include "common/error.h"
 #include "sched_test_support.h"
 
@@ -24,14 +24,14 @@ TEST(Ch04FakeModel, GreedyTokensIgnoreTheSeedAndSampledOnesDependOnIt) {
   a.seed = 1;
   b.seed = 2;
   greedy.seed = 1;
-  const int g1 = fake_next_token(greedy, ctx.data(), 5, kVocab);
+  const int g1 = harness::fake_next_token(greedy, ctx.data(), 5, kVocab);
   greedy.seed = 2;
-  EXPECT_EQ(fake_next_token(greedy, ctx.data(), 5, kVocab), g1);
+  EXPECT_EQ(harness::fake_next_token(greedy, ctx.data(), 5, kVocab), g1);
   // Over many contexts, two seeds must disagree somewhere (a seed that does nothing would not).
   int differ = 0;
   for (int t = 0; t < 20; ++t) {
     const std::vector<int> c = {t, t + 1};
-    differ += fake_next_token(a, c.data(), 2, kVocab) != fake_next_token(b, c.data(), 2, kVocab);
+    differ += harness::fake_next_token(a, c.data(), 2, kVocab) != harness::fake_next_token(b, c.data(), 2, kVocab);
   }
   EXPECT_GT(differ, 10);
 }
@@ -39,44 +39,44 @@ TEST(Ch04FakeModel, GreedyTokensIgnoreTheSeedAndSampledOnesDependOnIt) {
 TEST(Ch04FakeModel, EveryTokenOfTheContextMatters) {
   const SamplingParams greedy{0.0f};
   std::vector<int> ctx = {7, 7, 7, 7, 7, 7, 7, 7};
-  const int base = fake_next_token(greedy, ctx.data(), 8, 1 << 30);
+  const int base = harness::fake_next_token(greedy, ctx.data(), 8, 1 << 30);
   for (size_t i = 0; i < ctx.size(); ++i) {
     std::vector<int> changed = ctx;
     changed[i] = 8;
-    EXPECT_NE(fake_next_token(greedy, changed.data(), 8, 1 << 30), base) << "position " << i;
+    EXPECT_NE(harness::fake_next_token(greedy, changed.data(), 8, 1 << 30), base) << "position " << i;
   }
 }
 
 TEST(Ch04FakeModel, ReferenceRunAppliesTheStopRules) {
-  Request r = req(0, 5, 7);
-  const Request done = fake_reference_run(r, kVocab, 64);
+  engine::Request r = req(0, 5, 7);
+  const engine::Request done = harness::fake_reference_run(r, kVocab, 64);
   EXPECT_EQ(done.num_output_tokens(), 7);
-  EXPECT_EQ(done.finish_reason, FinishReason::kLength);
+  EXPECT_EQ(done.finish_reason, engine::FinishReason::kLength);
   std::vector<int> tokens = r.seq.token_ids;  // replay by hand
   for (int i = 0; i < 7; ++i) {
-    tokens.push_back(fake_next_token(r.seq.sampling, tokens.data(), int(tokens.size()), kVocab));
+    tokens.push_back(harness::fake_next_token(r.seq.sampling, tokens.data(), int(tokens.size()), kVocab));
   }
   EXPECT_EQ(done.seq.token_ids, tokens);
 }
 
 TEST(Ch04FakeExecutor, ReadsBackWhatTheSchedulersSlotsWroteAndAdvancesTheClock) {
-  SimulatedClock clock;
-  FakeExecutor ex(16, 4, kVocab, &clock, FakeCostModel{1.0, 0.5});
-  SchedulerConfig c = testing::tiny_config(16, 4, 32);
+  engine::SimulatedClock clock;
+  harness::FakeExecutor ex(16, 4, kVocab, &clock, harness::FakeCostModel{1.0, 0.5});
+  engine::SchedulerConfig c = testing::tiny_config(16, 4, 32);
   c.enable_prefix_caching = true;
-  Scheduler s(c);
+  engine::Scheduler s(c);
   // Two identical prompts in one step: the second hits the first's block, written by the
   // same pass — the executor writes every row before any sequence reads.
-  Request a = req(0, 9, 3);
-  Request b = a;
+  engine::Request a = req(0, 9, 3);
+  engine::Request b = a;
   b.seq.seq_id = 1;
   s.add_request(a);
   s.add_request(b);
-  const SchedulerOutput out = s.schedule();
+  const engine::SchedulerOutput out = s.schedule();
   EXPECT_EQ(testing::describe(out), "0@0+9! 1@8+1!");
   const std::vector<int> tokens = ex.execute(out);
   EXPECT_DOUBLE_EQ(clock.now(), 1.0 + 0.5 * 10);
-  const Request ref = fake_reference_run(a, kVocab, 64);
+  const engine::Request ref = harness::fake_reference_run(a, kVocab, 64);
   EXPECT_EQ(tokens, (std::vector<int>{ref.seq.token_ids[9], ref.seq.token_ids[9]}));
   s.update(out, tokens, clock.now());
   EXPECT_EQ(ex.num_steps(), 1);
@@ -84,20 +84,20 @@ TEST(Ch04FakeExecutor, ReadsBackWhatTheSchedulersSlotsWroteAndAdvancesTheClock) 
 }
 
 TEST(Ch04FakeExecutor, AWrongBlockTableIsCaughtNotSilentlyRead) {
-  KVCacheManager kv(8, 4, false);
-  Request a = req(0, 6, 3);
-  Request b = req(1, 6, 3);
+  engine::KVCacheManager kv(8, 4, false);
+  engine::Request a = req(0, 6, 3);
+  engine::Request b = req(1, 6, 3);
   kv.allocate(a.seq);
   kv.allocate(b.seq);
-  FakeExecutor ex(8, 4, kVocab);
-  SchedulerOutput prefill;
+  harness::FakeExecutor ex(8, 4, kVocab);
+  engine::SchedulerOutput prefill;
   prefill.add(a, kv.block_table(0), 0, 6);
   ex.execute(prefill);  // only a's KV is written
-  SchedulerOutput wrong;
+  engine::SchedulerOutput wrong;
   wrong.add(b, kv.block_table(1), 0, 6);
   wrong.seqs[0].block_table = &kv.block_table(0);  // b's rows, a's table
   EXPECT_THROW(ex.execute(wrong), std::logic_error);
-  SchedulerOutput unwritten;
+  engine::SchedulerOutput unwritten;
   unwritten.add(b, kv.block_table(1), 0, 6);
   unwritten.seqs[0].start_pos = 5;  // claims positions 0..4 were computed: they never were
   unwritten.seqs[0].num_tokens = 1;
@@ -108,8 +108,8 @@ TEST(Ch04FakeExecutor, AWrongBlockTableIsCaughtNotSilentlyRead) {
 }
 
 TEST(Ch04FakeExecutor, RejectsNonPositiveSizes) {
-  EXPECT_THROW(FakeExecutor(0, 4, 10), InvalidArgument);
-  EXPECT_THROW(FakeExecutor(4, 4, 0), InvalidArgument);
+  EXPECT_THROW(harness::FakeExecutor(0, 4, 10), InvalidArgument);
+  EXPECT_THROW(harness::FakeExecutor(4, 4, 0), InvalidArgument);
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 
 #include "ch01/engine_test_support.h"
 #include "ch04/model_test_support.h"
-#include "common/engine/model_executor.h"
-#include "common/engine/serving_loop.h"
+#include "common/engine/serve/model_executor.h"
+#include "common/engine/serve/serving_loop.h"
 #include "common/error.h"
 #include "common/model_bundle.h"
 #include "test_support.h"
@@ -25,8 +25,8 @@ using nanoserve::testing::solo_tokens;
 
 constexpr int kMaxModelLen = 64;
 
-SchedulerConfig tiny_pool_config(bool chunked, int num_blocks) {
-  SchedulerConfig c;
+engine::SchedulerConfig tiny_pool_config(bool chunked, int num_blocks) {
+  engine::SchedulerConfig c;
   c.max_num_seqs = 4;
   c.max_num_batched_tokens = chunked ? 12 : kMaxModelLen;  // 12 < most prompts: chunks
   c.max_model_len = kMaxModelLen;
@@ -45,12 +45,12 @@ class Ch04ModelExecutor : public ::testing::Test {
   }
   // Continuous batching of `requests` under `config`; checks the solo tokens and returns the
   // preemptions.
-  long long check_continuous(const std::vector<Request>& requests,
+  long long check_continuous(const std::vector<engine::Request>& requests,
                              const std::vector<std::vector<int>>& solo,
-                             const SchedulerConfig& config, const std::string& what) {
-    ModelExecutor executor(*device_, executor_options_for(config));
-    SimulatedClock clock;
-    const ServingRun run = run_continuous(requests, config, executor, clock);
+                             const engine::SchedulerConfig& config, const std::string& what) {
+    engine::ModelExecutor executor(*device_, engine::executor_options_for(config));
+    engine::SimulatedClock clock;
+    const engine::ServingRun run = engine::run_continuous(requests, config, executor, clock);
     expect_solo_tokens(run, solo, what);
     EXPECT_EQ(executor.num_passes(), static_cast<long long>(run.steps.size()))
         << what << ": a step sized to the scheduler's budget is exactly one forward pass";
@@ -64,7 +64,7 @@ TEST_F(Ch04ModelExecutor, EveryRequestGetsItsSoloTokensWithChunkingAndPreemption
   NANOSERVE_REQUIRE_DEVICE();
   load("synthetic:tiny");
   // Few requests and short outputs: the simulator runs every row of every layer on the CPU.
-  const std::vector<Request> requests = model_workload(3, 5, model_.config.vocab_size, 36, 8);
+  const std::vector<engine::Request> requests = model_workload(3, 5, model_.config.vocab_size, 36, 8);
   const std::vector<std::vector<int>> solo = solo_tokens(*device_, requests, kMaxModelLen);
   // 10 blocks of 4 tokens: one request of 36 + 8 tokens fits, four at once do not.
   long long preemptions = 0;
@@ -81,7 +81,7 @@ TEST_F(Ch04ModelExecutor, StoriesRequestsGetTheirSoloTokensUnderContinuousBatchi
   NANOSERVE_REQUIRE_DEVICE();
   NANOSERVE_REQUIRE_DATA(path, "stories260K.bin");
   load(path);
-  const std::vector<Request> requests = model_workload(5, 4, model_.config.vocab_size, 24, 8);
+  const std::vector<engine::Request> requests = model_workload(5, 4, model_.config.vocab_size, 24, 8);
   const std::vector<std::vector<int>> solo = solo_tokens(*device_, requests, kMaxModelLen);
   check_continuous(requests, solo, tiny_pool_config(true, 10), "stories260K");
 }
@@ -89,43 +89,43 @@ TEST_F(Ch04ModelExecutor, StoriesRequestsGetTheirSoloTokensUnderContinuousBatchi
 TEST_F(Ch04ModelExecutor, RequestsThatCanNeverFitAreRejectedWithAReason) {
   NANOSERVE_REQUIRE_DEVICE();
   load("synthetic:tiny");
-  SchedulerConfig config = tiny_pool_config(true, 6);  // 24 slots
-  std::vector<Request> requests;
-  requests.push_back(make_request(0, std::vector<int>(70, 5), 4));  // > max_model_len 64
-  requests.push_back(make_request(1, std::vector<int>(30, 5), 4));  // 8 blocks > the pool
-  requests.push_back(make_request(2, {1, 7, 9}, 4, SamplingParams{0.0f}));  // fits
-  ModelExecutor executor(*device_, executor_options_for(config));
-  SimulatedClock clock;
-  const ServingRun run = run_continuous(requests, config, executor, clock);
+  engine::SchedulerConfig config = tiny_pool_config(true, 6);  // 24 slots
+  std::vector<engine::Request> requests;
+  requests.push_back(engine::make_request(0, std::vector<int>(70, 5), 4));  // > max_model_len 64
+  requests.push_back(engine::make_request(1, std::vector<int>(30, 5), 4));  // 8 blocks > the pool
+  requests.push_back(engine::make_request(2, {1, 7, 9}, 4, SamplingParams{0.0f}));  // fits
+  engine::ModelExecutor executor(*device_, engine::executor_options_for(config));
+  engine::SimulatedClock clock;
+  const engine::ServingRun run = engine::run_continuous(requests, config, executor, clock);
   ASSERT_EQ(run.requests.size(), 3u);
-  EXPECT_EQ(run.requests[0].finish_reason, FinishReason::kRejected);
+  EXPECT_EQ(run.requests[0].finish_reason, engine::FinishReason::kRejected);
   EXPECT_NE(run.requests[0].finish_detail.find("longer than the context"), std::string::npos)
       << run.requests[0].finish_detail;
-  EXPECT_EQ(run.requests[1].finish_reason, FinishReason::kRejected);
+  EXPECT_EQ(run.requests[1].finish_reason, engine::FinishReason::kRejected);
   EXPECT_NE(run.requests[1].finish_detail.find("whole pool has 6"), std::string::npos)
       << run.requests[1].finish_detail;
-  EXPECT_EQ(run.requests[2].finish_reason, FinishReason::kLength);
+  EXPECT_EQ(run.requests[2].finish_reason, engine::FinishReason::kLength);
   EXPECT_EQ(run.requests[2].num_output_tokens(), 4);
 }
 
 TEST_F(Ch04ModelExecutor, RefusesToRunWithoutAManagerAndAContextBeyondTheModel) {
   NANOSERVE_REQUIRE_DEVICE();
   load("synthetic:tiny");
-  ModelExecutor executor(*device_, {});
-  KVCacheManager kv(8, 4, false);
-  Request r = make_request(0, {1, 2, 3}, 2);
+  engine::ModelExecutor executor(*device_, {});
+  engine::KVCacheManager kv(8, 4, false);
+  engine::Request r = engine::make_request(0, {1, 2, 3}, 2);
   kv.allocate(r.seq);
-  SchedulerOutput out;
+  engine::SchedulerOutput out;
   out.add(r, kv.block_table(0), 0, 3);
   EXPECT_THROW(executor.execute(out), std::logic_error);
   {
-    const ScopedKVAttachment attached(executor, kv);
+    const engine::ScopedKVAttachment attached(executor, kv);
     EXPECT_EQ(executor.execute(out).size(), 1u);
   }
   EXPECT_THROW(executor.execute(out), std::logic_error) << "detached at the end of the scope";
-  ModelExecutorOptions too_long;
+  engine::ModelExecutorOptions too_long;
   too_long.max_seq_len = model_.config.max_seq_len + 1;
-  EXPECT_THROW(ModelExecutor(*device_, too_long), InvalidArgument);
+  EXPECT_THROW(engine::ModelExecutor(*device_, too_long), InvalidArgument);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/request.h"
+#include "common/engine/serve/request.h"
 #include "common/error.h"
 
 namespace nanoserve {
@@ -13,76 +13,76 @@ namespace {
 /// Token t reads as the letter 'a' + t (a toy vocabulary of single letters).
 std::string letter(int /*prev*/, int token) { return std::string(1, char('a' + token)); }
 
-Request fresh(int prompt_len, int max_tokens) {
-  return make_request(1, std::vector<int>(size_t(prompt_len), 0), max_tokens);
+engine::Request fresh(int prompt_len, int max_tokens) {
+  return engine::make_request(1, std::vector<int>(size_t(prompt_len), 0), max_tokens);
 }
 
 TEST(Ch04Request, StopTokenEndsWithStopAndStaysInTheOutput) {
-  Request r = fresh(3, 10);
+  engine::Request r = fresh(3, 10);
   r.stop_token_ids = {2};
-  EXPECT_FALSE(append_token(r, 5, 1.0, 64, {}));
-  EXPECT_TRUE(append_token(r, 2, 2.0, 64, {}));
+  EXPECT_FALSE(engine::append_token(r, 5, 1.0, 64, {}));
+  EXPECT_TRUE(engine::append_token(r, 2, 2.0, 64, {}));
   EXPECT_EQ(r.output_tokens(), (std::vector<int>{5, 2}));
-  EXPECT_EQ(r.finish_reason, FinishReason::kStop);
+  EXPECT_EQ(r.finish_reason, engine::FinishReason::kStop);
   EXPECT_EQ(r.finish_detail, "stop token 2");
   EXPECT_EQ(r.finished_s, 2.0);
   EXPECT_EQ(r.token_times_s, (std::vector<double>{1.0, 2.0}));
 }
 
 TEST(Ch04Request, StopTokenWinsOverMaxTokensOnTheSameToken) {
-  Request r = fresh(3, 1);
+  engine::Request r = fresh(3, 1);
   r.stop_token_ids = {2};
-  EXPECT_TRUE(append_token(r, 2, 0, 64, {}));
-  EXPECT_EQ(r.finish_reason, FinishReason::kStop);
+  EXPECT_TRUE(engine::append_token(r, 2, 0, 64, {}));
+  EXPECT_EQ(r.finish_reason, engine::FinishReason::kStop);
 }
 
 TEST(Ch04Request, MaxTokensEndsWithLength) {
-  Request r = fresh(3, 2);
-  EXPECT_FALSE(append_token(r, 5, 0, 64, {}));
-  EXPECT_TRUE(append_token(r, 6, 0, 64, {}));
-  EXPECT_EQ(r.finish_reason, FinishReason::kLength);
+  engine::Request r = fresh(3, 2);
+  EXPECT_FALSE(engine::append_token(r, 5, 0, 64, {}));
+  EXPECT_TRUE(engine::append_token(r, 6, 0, 64, {}));
+  EXPECT_EQ(r.finish_reason, engine::FinishReason::kLength);
   EXPECT_EQ(r.finish_detail, "max_tokens 2");
 }
 
 TEST(Ch04Request, ContextBoundsPromptPlusOutput) {
-  Request r = fresh(5, 100);
-  EXPECT_FALSE(append_token(r, 1, 0, 7, {}));  // 6 tokens
-  EXPECT_TRUE(append_token(r, 1, 0, 7, {}));   // 7 = max_model_len
+  engine::Request r = fresh(5, 100);
+  EXPECT_FALSE(engine::append_token(r, 1, 0, 7, {}));  // 6 tokens
+  EXPECT_TRUE(engine::append_token(r, 1, 0, 7, {}));   // 7 = max_model_len
   EXPECT_EQ(r.finish_detail, "context of 7 tokens");
   // A prompt that fills the context still gets its one token (as `generate` does).
-  Request full = fresh(7, 100);
-  EXPECT_TRUE(append_token(full, 1, 0, 7, {}));
+  engine::Request full = fresh(7, 100);
+  EXPECT_TRUE(engine::append_token(full, 1, 0, 7, {}));
   EXPECT_EQ(full.num_output_tokens(), 1);
 }
 
 TEST(Ch04Request, StopStringSpanningTokensIsCutFromTheText) {
-  Request r = fresh(2, 10);
+  engine::Request r = fresh(2, 10);
   r.stop_strings = {"cd", "zz"};
-  EXPECT_FALSE(append_token(r, 1, 0, 64, letter));   // "b"
-  EXPECT_FALSE(append_token(r, 2, 0, 64, letter));   // "bc"
-  EXPECT_TRUE(append_token(r, 3, 0, 64, letter));    // "bcd": "cd" ends here
+  EXPECT_FALSE(engine::append_token(r, 1, 0, 64, letter));   // "b"
+  EXPECT_FALSE(engine::append_token(r, 2, 0, 64, letter));   // "bc"
+  EXPECT_TRUE(engine::append_token(r, 3, 0, 64, letter));    // "bcd": "cd" ends here
   EXPECT_EQ(r.output_text, "b");
-  EXPECT_EQ(r.finish_reason, FinishReason::kStop);
+  EXPECT_EQ(r.finish_reason, engine::FinishReason::kStop);
   EXPECT_EQ(r.finish_detail, "stop string \"cd\"");
   EXPECT_EQ(r.num_output_tokens(), 3);  // the tokens are kept; only the text is cut
 }
 
 TEST(Ch04Request, StopStringsAreMatchedOnlyInGeneratedText) {
-  Request r = fresh(2, 10);  // prompt tokens 0, 0 would read "aa"
+  engine::Request r = fresh(2, 10);  // prompt tokens 0, 0 would read "aa"
   r.stop_strings = {"aa"};
-  EXPECT_FALSE(append_token(r, 0, 0, 64, letter));  // "a": the prompt's letters do not count
-  EXPECT_TRUE(append_token(r, 0, 0, 64, letter));   // "aa"
+  EXPECT_FALSE(engine::append_token(r, 0, 0, 64, letter));  // "a": the prompt's letters do not count
+  EXPECT_TRUE(engine::append_token(r, 0, 0, 64, letter));   // "aa"
   EXPECT_EQ(r.output_text, "");
 }
 
 TEST(Ch04Request, StopStringsWithoutADetokenizerAreAnError) {
-  Request r = fresh(2, 10);
+  engine::Request r = fresh(2, 10);
   r.stop_strings = {"x"};
-  EXPECT_THROW(append_token(r, 0, 0, 64, {}), InvalidArgument);
+  EXPECT_THROW(engine::append_token(r, 0, 0, 64, {}), InvalidArgument);
 }
 
 TEST(Ch04Request, ValidateNewNamesTheBadField) {
-  Request r = fresh(3, 4);
+  engine::Request r = fresh(3, 4);
   EXPECT_NO_THROW(r.validate_new());
   r.prompt_len = 2;
   EXPECT_THROW(r.validate_new(), InvalidArgument);

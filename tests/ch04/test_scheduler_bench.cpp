@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "common/engine/scheduler_bench.h"
+#include "common/harness/scheduler_bench.h"
 #include "common/error.h"
 
 namespace nanoserve {
@@ -12,10 +12,10 @@ namespace {
 
 TEST(Ch04SchedulerBench, TimesDecodeStepsOfEveryRunningSequence) {
   for (int num_seqs : {64, 256, 512}) {
-    SchedulerBenchOptions o;
+    harness::SchedulerBenchOptions o;
     o.num_seqs = num_seqs;
     o.decode_steps = 64;
-    const SchedulerBenchResult r = bench_scheduler(o);
+    const harness::SchedulerBenchResult r = harness::bench_scheduler(o);
     EXPECT_EQ(r.num_seqs, num_seqs);
     EXPECT_EQ(r.steps, 63);  // the first token comes from the untimed prefill step
     EXPECT_GT(r.schedule_us, 0.0);
@@ -27,9 +27,9 @@ TEST(Ch04SchedulerBench, TimesDecodeStepsOfEveryRunningSequence) {
 }
 
 TEST(Ch04SchedulerBench, RejectsTooFewDecodeSteps) {
-  SchedulerBenchOptions o;
+  harness::SchedulerBenchOptions o;
   o.decode_steps = 1;
-  EXPECT_THROW(bench_scheduler(o), InvalidArgument);
+  EXPECT_THROW(harness::bench_scheduler(o), InvalidArgument);
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/fake_executor.h"
-#include "common/engine/scheduler.h"
+#include "common/harness/fake_executor.h"
+#include "common/engine/serve/scheduler.h"
 #include "common/sampling/rng.h"
 
 namespace nanoserve {
@@ -34,15 +34,15 @@ struct Draws {
 };
 
 struct Scenario {
-  SchedulerConfig config;
-  std::vector<Request> requests;
+  engine::SchedulerConfig config;
+  std::vector<engine::Request> requests;
   std::vector<int> arrival_step;  // (requests) the step before which each is added
 };
 
 Scenario random_scenario(uint64_t seed) {
   Draws d{seed};
   Scenario s;
-  SchedulerConfig& c = s.config;
+  engine::SchedulerConfig& c = s.config;
   c.block_size = std::vector<int>{1, 2, 3, 4, 8}[size_t(d.uniform(0, 4))];
   c.max_model_len = d.uniform(6, 40);
   c.num_kv_blocks = d.uniform(1, 60 / c.block_size + 2);
@@ -64,7 +64,7 @@ Scenario random_scenario(uint64_t seed) {
     }
     SamplingParams sampling{d.chance(50) ? 0.0f : 1.0f};
     sampling.seed = uint64_t(d.uniform(0, 3));  // few seeds: equal requests happen
-    Request r = make_request(i, prompt, d.uniform(1, 20), sampling);
+    engine::Request r = engine::make_request(i, prompt, d.uniform(1, 20), sampling);
     if (d.chance(50)) r.stop_token_ids = {0};
     if (d.chance(30)) r.stop_strings = {"bc", "kk"};
     s.requests.push_back(r);
@@ -89,11 +89,11 @@ struct Coverage {
 void run_scenario(uint64_t seed, Coverage& cov) {
   SCOPED_TRACE("scenario seed " + std::to_string(seed));
   Scenario sc = random_scenario(seed);
-  const SchedulerConfig& c = sc.config;
+  const engine::SchedulerConfig& c = sc.config;
   Draws d{seed ^ 0xC0FFEEull};
-  Scheduler s(c, letter);
-  FakeExecutor ex(c.num_kv_blocks, c.block_size, kVocab);
-  std::vector<Request> finished;
+  engine::Scheduler s(c, letter);
+  harness::FakeExecutor ex(c.num_kv_blocks, c.block_size, kVocab);
+  std::vector<engine::Request> finished;
   size_t added = 0;
   for (int t = 0;; ++t) {
     ASSERT_LT(t, 10000) << "no progress";
@@ -109,20 +109,20 @@ void run_scenario(uint64_t seed, Coverage& cov) {
     }
     const Ids running_before = s.running_ids();
     const Ids waiting_before = s.waiting_ids();
-    const SchedulerOutput out = s.schedule(double(t));
+    const engine::SchedulerOutput out = s.schedule(double(t));
     ASSERT_EQ(s.check_invariants(), "");
     // Budgets.
     EXPECT_LE(out.num_batched_tokens(), c.max_num_batched_tokens);
     EXPECT_LE(s.num_running(), c.max_num_seqs);
     // FCFS: preempted requests go to the front (the latest preempted, i.e. the oldest, first);
     // admissions take a prefix of that queue, minus requests that ended while planning.
-    std::vector<Request> ended = s.take_finished();
+    std::vector<engine::Request> ended = s.take_finished();
     Ids queue(out.preempted_ids.rbegin(), out.preempted_ids.rend());
     queue.insert(queue.end(), waiting_before.begin(), waiting_before.end());
-    for (const Request& r : ended) queue.erase(std::remove(queue.begin(), queue.end(), r.id()),
+    for (const engine::Request& r : ended) queue.erase(std::remove(queue.begin(), queue.end(), r.id()),
                                                queue.end());
     Ids admitted;
-    for (const ScheduledSequence& q : out.seqs) {
+    for (const engine::ScheduledSequence& q : out.seqs) {
       const bool was_running =
           std::count(running_before.begin(), running_before.end(), q.seq_id) != 0 &&
           std::count(out.preempted_ids.begin(), out.preempted_ids.end(), q.seq_id) == 0;
@@ -140,9 +140,9 @@ void run_scenario(uint64_t seed, Coverage& cov) {
     s.update(out, tokens, double(t + 1));
     ASSERT_EQ(s.check_invariants(), "");
     if (d.chance(3)) s.cancel(d.uniform(0, int(sc.requests.size()) - 1));
-    for (Request& r : s.take_finished()) finished.push_back(std::move(r));
+    for (engine::Request& r : s.take_finished()) finished.push_back(std::move(r));
   }
-  for (Request& r : s.take_finished()) finished.push_back(std::move(r));  // late rejections
+  for (engine::Request& r : s.take_finished()) finished.push_back(std::move(r));  // late rejections
   // No leak: every block free, every request finished exactly once.
   EXPECT_EQ(s.kv().pool().num_free_blocks(), c.num_kv_blocks);
   EXPECT_EQ(s.kv().num_sequences(), 0);
@@ -150,23 +150,23 @@ void run_scenario(uint64_t seed, Coverage& cov) {
   cov.preemptions += s.stats().num_preemptions;
   cov.prefix_hits += s.kv().metrics().hits;
   const int pool_slots = c.num_kv_blocks * c.block_size;
-  for (const Request& r : finished) {
+  for (const engine::Request& r : finished) {
     SCOPED_TRACE("request " + std::to_string(r.id()));
-    const Request& orig = sc.requests[size_t(r.id())];
+    const engine::Request& orig = sc.requests[size_t(r.id())];
     ASSERT_TRUE(r.finished());
     ASSERT_FALSE(r.finish_detail.empty());
     const bool too_long = orig.prompt_len > c.max_model_len;
     const bool too_big = (orig.prompt_len + c.block_size - 1) / c.block_size > c.num_kv_blocks;
-    EXPECT_EQ(r.finish_reason == FinishReason::kRejected, too_long || too_big);
-    cov.rejected += r.finish_reason == FinishReason::kRejected;
-    cov.cancelled += r.finish_reason == FinishReason::kCancelled;
-    if (r.finish_reason == FinishReason::kRejected) continue;
-    const Request ref = fake_reference_run(orig, kVocab, c.max_model_len, letter);
+    EXPECT_EQ(r.finish_reason == engine::FinishReason::kRejected, too_long || too_big);
+    cov.rejected += r.finish_reason == engine::FinishReason::kRejected;
+    cov.cancelled += r.finish_reason == engine::FinishReason::kCancelled;
+    if (r.finish_reason == engine::FinishReason::kRejected) continue;
+    const engine::Request ref = harness::fake_reference_run(orig, kVocab, c.max_model_len, letter);
     const std::vector<int>& got = r.seq.token_ids;
     const std::vector<int>& want = ref.seq.token_ids;
     ASSERT_LE(got.size(), want.size());
     EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin())) << "not the solo tokens";
-    if (r.finish_reason == FinishReason::kCancelled) continue;
+    if (r.finish_reason == engine::FinishReason::kCancelled) continue;
     if (ref.seq.num_tokens() - 1 > pool_slots) {  // it would need more slots than the pool
       EXPECT_EQ(r.seq.num_tokens(), pool_slots + 1);
       EXPECT_EQ(r.finish_detail.rfind("KV cache capacity", 0), 0u) << r.finish_detail;

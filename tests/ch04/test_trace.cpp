@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/trace.h"
-#include "common/engine/workload.h"
+#include "common/harness/trace.h"
+#include "common/harness/workload.h"
 #include "common/error.h"
 #include "test_support.h"
 
@@ -21,7 +21,7 @@ std::string write_text(const std::string& name, const std::string& text) {
 std::string load_error(const std::string& text) {
   const std::string path = write_text("bad_trace.jsonl", text);
   try {
-    load_trace(path);
+    harness::load_trace(path);
   } catch (const LoadError& e) {
     const std::string file = e.file().substr(e.file().rfind('/') + 1);
     return file + "|" + e.field() + "|" + e.what();
@@ -32,30 +32,30 @@ std::string load_error(const std::string& text) {
 const std::string kGood = R"({"arrival_s": 0, "prompt_len": 4, "max_tokens": 2, "seed": 1})";
 
 TEST(Ch04Trace, WriterAndLoaderRoundTripEveryField) {
-  WorkloadSpec spec;
+  harness::WorkloadSpec spec;
   spec.num_requests = 30;
   spec.rate = 7;
-  spec.prompt_len = LengthDist::log_normal(20, 1, 1, 200);
-  spec.max_tokens = LengthDist::uniform(1, 64);
-  std::vector<TraceRequest> requests = generate_workload(spec);
+  spec.prompt_len = harness::LengthDist::log_normal(20, 1, 1, 200);
+  spec.max_tokens = harness::LengthDist::uniform(1, 64);
+  std::vector<harness::TraceRequest> requests = harness::generate_workload(spec);
   requests[3].prompt_len = 0;
   requests[3].prompt = "Once upon a time, \"quoted\"\n";
   requests[5].temperature = 0.8f;
   requests[6].seed = 18446744073709551615ull;  // 2^64 - 1
   const std::string path = ::nanoserve::testing::temp_dir() + "round_trip.jsonl";
-  write_trace(path, requests);
-  EXPECT_EQ(load_trace(path), requests);
+  harness::write_trace(path, requests);
+  EXPECT_EQ(harness::load_trace(path), requests);
 }
 
 TEST(Ch04Trace, WriterUsesTheDocumentedKeysInOrder) {
-  TraceRequest r;
+  harness::TraceRequest r;
   r.arrival_s = 0.25;
   r.prompt_len = 3;
   r.max_tokens = 8;
   r.seed = 5;
   r.temperature = 0.8f;
   const std::string path = ::nanoserve::testing::temp_dir() + "one.jsonl";
-  write_trace(path, {r});
+  harness::write_trace(path, {r});
   const std::vector<uint8_t> bytes = testing::read_bytes(path);
   EXPECT_EQ(std::string(bytes.begin(), bytes.end()),
             "{\"arrival_s\":0.25,\"prompt_len\":3,\"max_tokens\":8,\"seed\":5,"
@@ -64,7 +64,7 @@ TEST(Ch04Trace, WriterUsesTheDocumentedKeysInOrder) {
 
 TEST(Ch04Trace, BlankLinesAreSkippedAndLineNumbersStayTrue) {
   const std::string path = write_text("blank.jsonl", "\n" + kGood + "\n   \n" + kGood + "\n");
-  EXPECT_EQ(load_trace(path).size(), 2u);
+  EXPECT_EQ(harness::load_trace(path).size(), 2u);
   EXPECT_EQ(load_error(kGood + "\n\n{\"arrival_s\": 1}\n"),
             "bad_trace.jsonl:3|max_tokens|" + ::nanoserve::testing::temp_dir() +
                 "bad_trace.jsonl:3: max_tokens: missing");
@@ -119,14 +119,14 @@ TEST(Ch04Trace, ArrivalsMustNotGoBackInTime) {
 
 TEST(Ch04Trace, EmptyAndMissingFilesAreErrors) {
   EXPECT_NE(load_error("\n\n").find("holds no request"), std::string::npos);
-  EXPECT_THROW(load_trace(::nanoserve::testing::temp_dir() + "does_not_exist.jsonl"), LoadError);
+  EXPECT_THROW(harness::load_trace(::nanoserve::testing::temp_dir() + "does_not_exist.jsonl"), LoadError);
 }
 
 TEST(Ch04Trace, WriterRefusesWhatTheLoaderWouldReject) {
-  TraceRequest r;
+  harness::TraceRequest r;
   r.prompt_len = 3;
   r.max_tokens = 0;
-  EXPECT_THROW(write_trace(::nanoserve::testing::temp_dir() + "x.jsonl", {r}), InvalidArgument);
+  EXPECT_THROW(harness::write_trace(::nanoserve::testing::temp_dir() + "x.jsonl", {r}), InvalidArgument);
 }
 
 }  // namespace

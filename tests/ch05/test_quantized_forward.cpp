@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/kernel_backend.h"
-#include "common/engine/quantized_device_model.h"
+#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/model/quantized_device_model.h"
 #include "common/error.h"
 #include "common/model_bundle.h"
 #include "common/oracle/forward.h"

@@ -2,13 +2,13 @@
 // Llama-2-7B, and equal to the bytes of a model really quantized and stored.
 #include <gtest/gtest.h>
 
-#include "common/engine/quantized_memory.h"
+#include "chapters/ch05_quantization/quantized_memory.h"
 #include "common/loaders/synthetic_model.h"
 #include "common/model_bundle.h"
 #include "common/quant/quantize_model.h"
 #include "quant_test_support.h"
 
-namespace nanoserve::engine {
+namespace nanoserve::ch05 {
 namespace {
 
 TEST(Ch05QuantizedMemory, Llama2_7BInt4Group128ByHand) {
@@ -51,4 +51,4 @@ TEST(Ch05QuantizedMemory, MatchesTheBytesOfAModelQuantizedForReal) {
 }
 
 }  // namespace
-}  // namespace nanoserve::engine
+}  // namespace nanoserve::ch05

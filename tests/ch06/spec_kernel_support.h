@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/device_model.h"
-#include "common/engine/spec_drafts.h"
-#include "common/engine/spec_paged_model.h"
+#include "common/engine/model/device_model.h"
+#include "chapters/ch06_speculative_decoding/draft_factory.h"
+#include "common/engine/decode/spec_paged_model.h"
 #include "common/eval/documents.h"
 #include "common/generation/generate.h"
 #include "common/quant/calibration.h"
@@ -40,12 +40,12 @@ inline GenerateResult plain_paged_generate(const Model& model, const std::vector
 }
 
 /// \brief A kernel draft named `name` for `target` with a cache of the target's context.
-inline engine::KernelDraft kernel_draft(const Model& target, const std::string& name,
+inline ch06::KernelDraft kernel_draft(const Model& target, const std::string& name,
                                         const std::vector<std::vector<int>>& calibration = {},
                                         int max_seq_len = 0) {
   engine::SpecPagedOptions o;
   o.max_seq_len = max_seq_len;
-  return engine::make_kernel_draft(target, engine::parse_draft_spec(name), calibration,
+  return ch06::make_kernel_draft(target, ch06::parse_draft_spec(name), calibration,
                                    DType::kF32, o);
 }
 

@@ -13,8 +13,8 @@
 #include "common/loaders/synthetic_model.h"
 #include "common/model_bundle.h"
 #include "common/quant/quantize_model.h"
-#include "common/spec/draft_models.h"
-#include "common/spec/rollback_backend.h"
+#include "common/speculative/draft_models.h"
+#include "common/speculative/rollback_backend.h"
 #include "test_support.h"
 
 namespace nanoserve::testing {
@@ -31,14 +31,14 @@ struct SpecFixtureModel {
 /// per-channel and INT4 g32 RTN copies.
 inline void add_common_drafts(SpecFixtureModel& m) {
   m.drafts["identical"] = m.target;
-  m.drafts["layers-1"] = spec::first_layers(m.target, 1);
-  m.drafts["layers-2"] = spec::first_layers(m.target, 2);
+  m.drafts["layers-1"] = speculative::first_layers(m.target, 1);
+  m.drafts["layers-2"] = speculative::first_layers(m.target, 2);
   quant::QuantizeOptions int8;
   int8.scheme = {8, 0, true};
-  m.drafts["int8-rtn"] = spec::quantized_draft(m.target, {}, int8).model;
+  m.drafts["int8-rtn"] = speculative::quantized_draft(m.target, {}, int8).model;
   quant::QuantizeOptions int4;
   int4.scheme = {4, 32, true};
-  m.drafts["int4-rtn"] = spec::quantized_draft(m.target, {}, int4).model;
+  m.drafts["int4-rtn"] = speculative::quantized_draft(m.target, {}, int4).model;
 }
 
 /// \brief synthetic:tiny (vocab 512, 4 layers, context 256) with its drafts, plus an unrelated
@@ -67,7 +67,7 @@ inline const SpecFixtureModel* stories260k() {
     m->eos = bundle.tokenizer->eos_id();
     m->prompt = bundle.tokenizer->encode("Once upon a time, there was a little dog", true, false);
     add_common_drafts(*m);
-    spec::OracleRollbackBackend plain(m->target);
+    speculative::OracleRollbackBackend plain(m->target);
     GenerateOptions greedy;
     greedy.max_new_tokens = 120;
     greedy.sampling.temperature = 0;
@@ -81,7 +81,7 @@ inline const SpecFixtureModel* stories260k() {
       o.method = method;
       o.scheme = {4, 32, true};
       m->drafts[std::string("int4-") + quant::to_string(method)] =
-          spec::quantized_draft(m->target, calibration, o).model;
+          speculative::quantized_draft(m->target, calibration, o).model;
     }
   }
   return m.get();
@@ -90,7 +90,7 @@ inline const SpecFixtureModel* stories260k() {
 /// \brief Plain `generate` on the oracle: the reference output.
 inline GenerateResult plain_generate(const Model& model, const std::vector<int>& prompt,
                                      const GenerateOptions& options, int capacity = 0) {
-  spec::OracleRollbackBackend backend(model, capacity);
+  speculative::OracleRollbackBackend backend(model, capacity);
   return generate(backend, prompt, options);
 }
 

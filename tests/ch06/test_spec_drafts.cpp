@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/spec_drafts.h"
+#include "chapters/ch06_speculative_decoding/draft_factory.h"
 #include "common/error.h"
 
-namespace nanoserve::engine {
+namespace nanoserve::ch06 {
 namespace {
 
 TEST(Ch06SpecDrafts, NamesParseToTheirKindAndScheme) {
@@ -47,4 +47,4 @@ TEST(Ch06SpecDrafts, DefaultDraftsCoverEveryKindWithoutDuplicates) {
 }
 
 }  // namespace
-}  // namespace nanoserve::engine
+}  // namespace nanoserve::ch06

@@ -6,12 +6,12 @@
 #include <functional>
 
 #include "common/error.h"
-#include "common/spec/draft_model_proposer.h"
-#include "common/spec/ngram_proposer.h"
-#include "common/spec/spec_decoder.h"
+#include "common/speculative/draft_model_proposer.h"
+#include "common/speculative/ngram_proposer.h"
+#include "common/speculative/spec_decoder.h"
 #include "spec_test_support.h"
 
-namespace nanoserve::spec {
+namespace nanoserve::speculative {
 namespace {
 
 using testing::SpecFixtureModel;
@@ -159,4 +159,4 @@ TEST(Ch06SpecEdges, BadArgumentsAreRefused) {
 }
 
 }  // namespace
-}  // namespace nanoserve::spec
+}  // namespace nanoserve::speculative

@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <memory>
 
-#include "common/spec/draft_model_proposer.h"
-#include "common/spec/ngram_proposer.h"
-#include "common/spec/spec_decoder.h"
+#include "common/speculative/draft_model_proposer.h"
+#include "common/speculative/ngram_proposer.h"
+#include "common/speculative/spec_decoder.h"
 #include "spec_test_support.h"
 
-namespace nanoserve::spec {
+namespace nanoserve::speculative {
 namespace {
 
 using testing::SpecFixtureModel;
@@ -96,4 +96,4 @@ TEST(Ch06SpecGreedy, AdaptiveGammaEqualsPlainGreedyAndStaysInBounds) {
 }
 
 }  // namespace
-}  // namespace nanoserve::spec
+}  // namespace nanoserve::speculative

@@ -8,11 +8,11 @@
 
 #include "ch01/engine_test_support.h"
 #include "common/model_bundle.h"
-#include "common/spec/spec_decoder.h"
+#include "common/speculative/spec_decoder.h"
 #include "spec_kernel_support.h"
 #include "spec_test_support.h"
 
-namespace nanoserve::spec {
+namespace nanoserve::speculative {
 namespace {
 
 /// Runs each named draft at each γ and compares with plain greedy through the kernels.
@@ -25,7 +25,7 @@ void expect_greedy_equal(const Model& target, const std::vector<int>& prompt,
   ASSERT_EQ(plain.generated(), max_new_tokens);
   auto target_backend = testing::paged_model(target);
   for (const std::string& name : drafts) {
-    engine::KernelDraft draft = testing::kernel_draft(target, name, calibration);
+    ch06::KernelDraft draft = testing::kernel_draft(target, name, calibration);
     for (int gamma : gammas) {
       SCOPED_TRACE(draft.label + " gamma=" + std::to_string(gamma));
       SpecOptions spec;
@@ -72,7 +72,7 @@ TEST(Ch06SpecKernels, AnIdenticalDraftThroughItsOwnCacheIsAlwaysAccepted) {
   ASSERT_EQ(m.target.config.n_layers, 4);
   const GenerateOptions options = testing::greedy_options(10);
   auto target = testing::paged_model(m.target);
-  engine::KernelDraft draft = testing::kernel_draft(m.target, "layers-4");
+  ch06::KernelDraft draft = testing::kernel_draft(m.target, "layers-4");
   SpecOptions spec;
   spec.gamma = 4;
   const SpecResult r = SpecDecoder(*target, *draft.proposer, spec).generate(m.prompt, options);
@@ -99,4 +99,4 @@ TEST(Ch06SpecKernels, GreedyEqualsPlainGreedyForEveryDraftKindOnStories260K) {
 }
 
 }  // namespace
-}  // namespace nanoserve::spec
+}  // namespace nanoserve::speculative

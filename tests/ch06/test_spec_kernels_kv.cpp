@@ -10,13 +10,13 @@
 #include "ch01/engine_test_support.h"
 #include "common/error.h"
 #include "common/loaders/synthetic_model.h"
-#include "common/spec/draft_model_proposer.h"
-#include "common/spec/spec_decoder.h"
+#include "common/speculative/draft_model_proposer.h"
+#include "common/speculative/spec_decoder.h"
 #include "common/tolerances.h"
 #include "spec_kernel_support.h"
 #include "spec_test_support.h"
 
-namespace nanoserve::spec {
+namespace nanoserve::speculative {
 namespace {
 
 using engine::SpecPagedModel;
@@ -43,7 +43,7 @@ TEST(Ch06SpecKernelsKv, TargetKvEqualsPlainDecodingsAfterEveryVerifyStep) {
   const size_t kv_dim = size_t(m.target.config.kv_dim());
 
   auto target = testing::paged_model(m.target, kContext, kBlock);
-  engine::KernelDraft draft = testing::kernel_draft(m.target, "layers-1", {}, kContext);
+  ch06::KernelDraft draft = testing::kernel_draft(m.target, "layers-1", {}, kContext);
   SpecOptions spec;
   spec.gamma = 3;
   int rounds = 0, rejections = 0;
@@ -91,7 +91,7 @@ TEST(Ch06SpecKernelsKv, GammaBeyondTheBudgetIsClippedToTheTokensLeft) {
   const testing::SpecFixtureModel& m = testing::synthetic_tiny();
   const GenerateOptions options = testing::greedy_options(3);
   auto target = testing::paged_model(m.target, 64);
-  engine::KernelDraft draft = testing::kernel_draft(m.target, "layers-4", {}, 64);
+  ch06::KernelDraft draft = testing::kernel_draft(m.target, "layers-4", {}, 64);
   SpecOptions spec;
   spec.gamma = 8;
   std::vector<int> asked;
@@ -112,7 +112,7 @@ TEST(Ch06SpecKernelsKv, GammaBeyondTheContextStopsWherePlainDecodingStops) {
   const GenerateResult want = testing::plain_paged_generate(m.target, m.prompt, options, context);
   ASSERT_EQ(want.stop, StopReason::kContext);
   auto target = testing::paged_model(m.target, context, 4);
-  engine::KernelDraft draft = testing::kernel_draft(m.target, "layers-4", {}, context);
+  ch06::KernelDraft draft = testing::kernel_draft(m.target, "layers-4", {}, context);
   SpecOptions spec;
   spec.gamma = 8;
   const SpecResult r = SpecDecoder(*target, *draft.proposer, spec).generate(m.prompt, options);
@@ -134,7 +134,7 @@ TEST(Ch06SpecKernelsKv, EosAmongAcceptedDraftsEndsTheOutputAndRollsItsTailBack) 
   const GenerateResult want = testing::plain_paged_generate(m.target, m.prompt, options);
   ASSERT_EQ(want.stop, StopReason::kStopToken);
   auto target = testing::paged_model(m.target, 64, 4);
-  engine::KernelDraft draft = testing::kernel_draft(m.target, "layers-4", {}, 64);
+  ch06::KernelDraft draft = testing::kernel_draft(m.target, "layers-4", {}, 64);
   SpecOptions spec;
   spec.gamma = 8;
   int accepted_in_round = -1;
@@ -175,7 +175,7 @@ TEST(Ch06SpecKernelsSampling, SampledOutputIsAFunctionOfTheSeedOnly) {
   options.sampling.temperature = 1.0f;
   options.sampling.seed = 7;
   auto target = testing::paged_model(m.target, 64);
-  engine::KernelDraft draft = testing::kernel_draft(m.target, "layers-1", {}, 64);
+  ch06::KernelDraft draft = testing::kernel_draft(m.target, "layers-1", {}, 64);
   SpecOptions spec;
   spec.gamma = 3;
   SpecDecoder decoder(*target, *draft.proposer, spec);
@@ -187,11 +187,11 @@ TEST(Ch06SpecKernelsSampling, SampledOutputIsAFunctionOfTheSeedOnly) {
   EXPECT_EQ(decoder.generate(m.prompt, options).generation.tokens, first);
   // Fresh backends, same seed: same tokens.
   auto target2 = testing::paged_model(m.target, 64);
-  engine::KernelDraft draft2 = testing::kernel_draft(m.target, "layers-1", {}, 64);
+  ch06::KernelDraft draft2 = testing::kernel_draft(m.target, "layers-1", {}, 64);
   EXPECT_EQ(SpecDecoder(*target2, *draft2.proposer, spec).generate(m.prompt, options)
                 .generation.tokens,
             first);
 }
 
 }  // namespace
-}  // namespace nanoserve::spec
+}  // namespace nanoserve::speculative

@@ -10,10 +10,10 @@
 
 #include "common/eval/documents.h"
 #include "common/quant/calibration.h"
-#include "common/spec/spec_sweep.h"
+#include "chapters/ch06_speculative_decoding/spec_sweep.h"
 #include "spec_test_support.h"
 
-namespace nanoserve::spec {
+namespace nanoserve::speculative {
 namespace {
 
 TEST(Ch06Measurement, DISABLED_Stories260KTable) {
@@ -40,15 +40,15 @@ TEST(Ch06Measurement, DISABLED_Stories260KTable) {
     models.push_back(quantized_draft(target, calibration, o));
   }
   const double target_bytes = double(target.weight_bytes(4));
-  std::vector<SweepDraft> drafts;
+  std::vector<ch06::SweepDraft> drafts;
   for (const DraftModel& d : models) {
     drafts.push_back({d.label, &d.model, double(d.weight_bytes) / target_bytes});
   }
   drafts.push_back({"ngram", nullptr, 0.0});
 
-  std::vector<SweepCase> cases;
+  std::vector<ch06::SweepCase> cases;
   auto add_case = [&](const std::string& label, float temperature, int tokens) {
-    SweepCase c{label, {}};
+    ch06::SweepCase c{label, {}};
     c.options.max_new_tokens = tokens;
     c.options.sampling.temperature = temperature;
     c.options.sampling.seed = 42;
@@ -62,14 +62,14 @@ TEST(Ch06Measurement, DISABLED_Stories260KTable) {
 
   const char* env = std::getenv("NANOSERVE_SPEC_REPEATS");
   const int repeats = env ? std::max(1, std::atoi(env)) : 2;
-  const std::vector<SweepRow> rows =
-      spec_sweep(target, drafts, prompts, cases, {1, 2, 3, 4, 5, 6, 7, 8}, repeats,
+  const std::vector<ch06::SweepRow> rows =
+      ch06::spec_sweep(target, drafts, prompts, cases, {1, 2, 3, 4, 5, 6, 7, 8}, repeats,
                  [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
   std::printf("stories260K target, %zu prompts; CPU oracle timings (Eigen fp32, this machine)\n%s",
-              prompts.size(), format_sweep_table(rows).c_str());
+              prompts.size(), ch06::format_sweep_table(rows).c_str());
   if (const char* json = std::getenv("NANOSERVE_SPEC_JSON")) {
     nlohmann::json records = nlohmann::json::array();
-    for (const SweepRow& r : rows) records.push_back(to_json(r));
+    for (const ch06::SweepRow& r : rows) records.push_back(to_json(r));
     std::FILE* f = std::fopen(json, "w");
     ASSERT_NE(f, nullptr) << json;
     std::fprintf(f, "%s\n", records.dump(1).c_str());
@@ -78,4 +78,4 @@ TEST(Ch06Measurement, DISABLED_Stories260KTable) {
 }
 
 }  // namespace
-}  // namespace nanoserve::spec
+}  // namespace nanoserve::speculative

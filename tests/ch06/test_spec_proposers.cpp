@@ -6,12 +6,12 @@
 #include "common/oracle/forward.h"
 #include "common/oracle/ops.h"
 #include "common/sampling/rng.h"
-#include "common/spec/draft_model_proposer.h"
-#include "common/spec/ngram_proposer.h"
+#include "common/speculative/draft_model_proposer.h"
+#include "common/speculative/ngram_proposer.h"
 #include "common/tolerances.h"
 #include "spec_test_support.h"
 
-namespace nanoserve::spec {
+namespace nanoserve::speculative {
 namespace {
 
 TEST(Ch06Ngram, ProposesWhatFollowedTheMostRecentEarlierMatch) {
@@ -106,4 +106,4 @@ TEST(Ch06Drafts, DraftModelQRowsAreTheFilteredDraftDistributions) {
 }
 
 }  // namespace
-}  // namespace nanoserve::spec
+}  // namespace nanoserve::speculative

@@ -11,10 +11,10 @@
 #include "common/error.h"
 #include "common/oracle/forward.h"
 #include "common/sampling/rng.h"
-#include "common/spec/rejection.h"
+#include "common/speculative/rejection.h"
 #include "spec_test_support.h"
 
-namespace nanoserve::spec {
+namespace nanoserve::speculative {
 namespace {
 
 /// A rejection rule under test: (p, q, x, u_accept, u_residual) -> emitted token.
@@ -206,4 +206,4 @@ TEST(Ch06Rejection, RefusesDraftTokenTheDraftCouldNotHaveProposed) {
 }
 
 }  // namespace
-}  // namespace nanoserve::spec
+}  // namespace nanoserve::speculative

@@ -6,12 +6,12 @@
 #include "common/allclose.h"
 #include "common/error.h"
 #include "common/oracle/forward.h"
-#include "common/spec/draft_model_proposer.h"
-#include "common/spec/spec_decoder.h"
+#include "common/speculative/draft_model_proposer.h"
+#include "common/speculative/spec_decoder.h"
 #include "common/tolerances.h"
 #include "spec_test_support.h"
 
-namespace nanoserve::spec {
+namespace nanoserve::speculative {
 namespace {
 
 /// Plain decoding's cache, extended one token at a time (prefill, then forward_token).
@@ -136,4 +136,4 @@ TEST(Ch06Rollback, TruncateRefusesToGrowTheCache) {
 }
 
 }  // namespace
-}  // namespace nanoserve::spec
+}  // namespace nanoserve::speculative

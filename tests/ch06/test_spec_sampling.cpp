@@ -7,13 +7,13 @@
 
 #include "common/oracle/forward.h"
 #include "common/sampling/rng.h"
-#include "common/spec/draft_model_proposer.h"
-#include "common/spec/rejection.h"
-#include "common/spec/spec_decoder.h"
-#include "common/spec/spec_sweep.h"
+#include "common/speculative/draft_model_proposer.h"
+#include "common/speculative/rejection.h"
+#include "common/speculative/spec_decoder.h"
+#include "chapters/ch06_speculative_decoding/spec_sweep.h"
 #include "spec_test_support.h"
 
-namespace nanoserve::spec {
+namespace nanoserve::speculative {
 namespace {
 
 /// A Llama small enough to enumerate: vocabulary 8, context 32.
@@ -138,12 +138,12 @@ TEST(Ch06SpecSampling, PredictedSpeedupMatchesHandComputedValues) {
 
 TEST(Ch06SpecSampling, SweepRowsAreConsistentWithTheirCounts) {
   const testing::SpecFixtureModel& m = testing::synthetic_tiny();
-  const std::vector<SweepDraft> drafts{{"identical", &m.drafts.at("identical"), 1.0},
+  const std::vector<ch06::SweepDraft> drafts{{"identical", &m.drafts.at("identical"), 1.0},
                                        {"ngram", nullptr, 0.0}};
-  const std::vector<SweepCase> cases{{"greedy", testing::greedy_options(12)}};
-  const std::vector<SweepRow> rows = spec_sweep(m.target, drafts, {m.prompt}, cases, {1, 3});
+  const std::vector<ch06::SweepCase> cases{{"greedy", testing::greedy_options(12)}};
+  const std::vector<ch06::SweepRow> rows = ch06::spec_sweep(m.target, drafts, {m.prompt}, cases, {1, 3});
   ASSERT_EQ(rows.size(), 4u);
-  for (const SweepRow& r : rows) {
+  for (const ch06::SweepRow& r : rows) {
     SCOPED_TRACE(r.draft + " " + std::to_string(r.gamma));
     EXPECT_EQ(r.generated, 12);
     EXPECT_DOUBLE_EQ(r.predicted_speedup, predicted_speedup(r.alpha, r.gamma, r.c));
@@ -156,9 +156,9 @@ TEST(Ch06SpecSampling, SweepRowsAreConsistentWithTheirCounts) {
       EXPECT_DOUBLE_EQ(r.tokens_per_forward, r.gamma + 1.0);  // 12 divides by 2 and by 4
     }
   }
-  EXPECT_NE(format_sweep_table(rows).find("ngram"), std::string::npos);
-  EXPECT_EQ(to_json(rows[0])["gamma"], 1);
+  EXPECT_NE(ch06::format_sweep_table(rows).find("ngram"), std::string::npos);
+  EXPECT_EQ(ch06::to_json(rows[0])["gamma"], 1);
 }
 
 }  // namespace
-}  // namespace nanoserve::spec
+}  // namespace nanoserve::speculative

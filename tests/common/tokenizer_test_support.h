@@ -17,11 +17,11 @@
 
 namespace nanoserve::testing {
 
-/// Path of a committed fixture under tests/data/ (found from this header's own location, so
-/// the tests run from any working directory).
+/// Path of a committed fixture under tests/data/ (absolute, from the source directory the
+/// build was configured from, so the tests run from any working directory — `__FILE__` is
+/// relative under compiler caches that rewrite paths).
 inline std::string fixture_path(const std::string& name) {
-  std::string here = __FILE__;
-  return here.substr(0, here.find_last_of('/')) + "/../data/" + name;
+  return std::string(NANOSERVE_SOURCE_DIR) + "/tests/data/" + name;
 }
 
 inline std::string read_text(const std::string& path) {

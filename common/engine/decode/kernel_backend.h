@@ -1,0 +1,92 @@
+#pragma once
+/// \file
+/// \brief `KernelBackend`: the kernel-based forward (`ModelRunner` + `NaiveKVCache`) as a
+/// `DecodeBackend`, so `generate()` runs on the GPU (or the simulator) exactly as it runs on
+/// the oracle — in chapter 1's two modes:
+///
+///     no-cache     every step recomputes the whole sequence: a prefill of all n tokens, of
+///                  which only the last row's logits are used — O(n) work for token n,
+///                  O(n²) for a whole generation
+///     naive-cache  the prompt is prefilled once; every later step computes one new position
+///                  and attends over the cached keys and values — O(1) linear-layer work per
+///                  token (attention still reads n cached rows)
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/engine/model/model_runner.h"
+#include "common/engine/model/naive_kv_cache.h"
+#include "common/eval/perplexity.h"
+#include "common/generation/generate.h"
+
+namespace nanoserve::engine {
+
+/// \brief How a `KernelBackend` treats the keys and values of earlier positions.
+enum class CacheMode {
+  kNoCache,     ///< recompute the whole prefix every step
+  kNaiveCache,  ///< keep them in a contiguous `NaiveKVCache`
+};
+
+/// \brief "no-cache" or "naive-cache".
+const char* to_string(CacheMode mode);
+/// \brief Parses "no-cache" / "naive-cache"; throws `InvalidArgument` naming the value otherwise.
+CacheMode parse_cache_mode(const std::string& name);
+
+/// \brief One sequence decoded through the kernels. Holds one slot of a `NaiveKVCache` for
+/// its whole life (the naive cache's reservation): taken when constructed, returned when
+/// destroyed.
+class KernelBackend final : public DecodeBackend {
+ public:
+  /// \brief A self-contained backend: its own runner and a one-slot cache of `max_seq_len`
+  /// positions (0 = the model's context) in the model's storage type.
+  KernelBackend(const DeviceModel& model, CacheMode mode, int max_seq_len = 0);
+  /// \brief A backend sharing `runner` and `cache` with others (several requests, each in its
+  /// own slot of `cache`; both must outlive it). Throws `InvalidArgument` when `cache` has no
+  /// free slot.
+  KernelBackend(ModelRunner& runner, NaiveKVCache& cache, CacheMode mode);
+  ~KernelBackend() override;
+  KernelBackend(const KernelBackend&) = delete;
+  KernelBackend& operator=(const KernelBackend&) = delete;
+
+  /// \brief Forgets the sequence (its slot stays reserved, at length 0).
+  void reset() override;
+  /// \brief Logits (vocab) after `tokens` placed at `start_pos ..`. Prompts longer than the
+  /// runner's `max_tokens_per_step` run in several chunks. Throws `InvalidArgument` when the
+  /// positions do not fit the cache (`max_seq_len`) or leave a gap after the cached prefix.
+  std::vector<float> forward(const std::vector<int>& tokens, int start_pos) override;
+  /// \brief The model's vocabulary size.
+  int vocab_size() const override;
+  /// \brief Positions the cache slot holds.
+  int max_seq_len() const override { return cache_->max_seq_len(); }
+  /// \brief e.g. "CPU simulator (…) · kernels, fp16 weights, naive-cache".
+  std::string device_name() const override;
+
+  /// \brief The mode it runs in.
+  CacheMode mode() const { return mode_; }
+  /// \brief The cache slot it holds.
+  int slot() const { return slot_; }
+  /// \brief The cache its slot lives in (reserved/used accounting).
+  const NaiveKVCache& cache() const { return *cache_; }
+  /// \brief Token rows pushed through the model since construction (the work: no-cache
+  /// recomputes every prefix, naive-cache computes each position once).
+  std::int64_t rows_computed() const { return rows_computed_; }
+
+ private:
+  std::unique_ptr<NaiveKVCache> owned_cache_;
+  std::unique_ptr<ModelRunner> owned_runner_;
+  ModelRunner* runner_;
+  NaiveKVCache* cache_;
+  CacheMode mode_;
+  int slot_;
+  std::vector<int> history_;  // no-cache: every token of the sequence so far
+  std::int64_t rows_computed_ = 0;
+};
+
+/// \brief The logits of every position of a fresh sequence through `runner` and a slot of
+/// `cache` (taken and returned per call): the kernel path as an `eval::LogitsFn`, for
+/// `nanoserve eval --device gpu` and position-by-position checks against the oracle. Sequences
+/// longer than the runner's rows run in chunks over the cache. Both must outlive the function.
+eval::LogitsFn kernel_logits(ModelRunner& runner, NaiveKVCache& cache);
+
+}  // namespace nanoserve::engine

@@ -1,0 +1,233 @@
+#include "common/engine/model/device_model.h"
+
+#include <cstring>
+#include <set>
+
+#include "common/error.h"
+#include "kernels/linear.h"
+
+namespace nanoserve::engine {
+
+namespace {
+
+/// fp32 values -> bytes of storage type T (each rounded once, to nearest even).
+template <typename T>
+std::vector<unsigned char> encode(const std::vector<float>& host) {
+  std::vector<unsigned char> bytes(host.size() * sizeof(T));
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    const T v = from_float<T>(host[i]);
+    std::memcpy(bytes.data() + i * sizeof(T), &v, sizeof(T));
+  }
+  return bytes;
+}
+
+/// Bytes of storage type T -> fp32 values (exact).
+template <typename T>
+std::vector<float> decode(const std::vector<unsigned char>& bytes) {
+  std::vector<float> out(bytes.size() / sizeof(T));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    T v;
+    std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+    out[i] = to_float(v);
+  }
+  return out;
+}
+
+std::unique_ptr<DeviceLinear> dense(const std::vector<float>& w, int out, int in, DType dtype) {
+  return std::make_unique<DenseLinear>(DeviceTensor(w, dtype), out, in);
+}
+
+/// The host weights of the linear `name` ("wq" … "w3") of a block.
+const std::vector<float>& layer_linear(const LayerWeights& w, const std::string& name) {
+  if (name == "wq") return w.wq;
+  if (name == "wk") return w.wk;
+  if (name == "wv") return w.wv;
+  if (name == "wo") return w.wo;
+  if (name == "w1") return w.w1;
+  if (name == "w2") return w.w2;
+  if (name == "w3") return w.w3;
+  throw InvalidArgument("DeviceModel: no linear layer named '" + name + "'");
+}
+
+std::vector<float> rounded(const std::vector<float>& v, DType dtype) {
+  return dispatch_dtype(dtype, [&](auto tag) { return decode<decltype(tag)>(encode<decltype(tag)>(v)); });
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// DeviceTensor
+
+DeviceTensor::DeviceTensor(const std::vector<float>& host, DType dtype)
+    : dtype_(dtype), numel_(host.size()) {
+  const std::vector<unsigned char> bytes =
+      dispatch_dtype(dtype, [&](auto tag) { return encode<decltype(tag)>(host); });
+  storage_ = std::make_shared<DeviceBuffer<unsigned char>>(bytes);
+}
+
+std::vector<float> DeviceTensor::to_host_floats() const {
+  if (!storage_) return {};
+  const std::vector<unsigned char> bytes = storage_->to_host();
+  return dispatch_dtype(dtype_, [&](auto tag) { return decode<decltype(tag)>(bytes); });
+}
+
+void DeviceTensor::check_type(DType requested) const {
+  if (requested != dtype_) {
+    throw InvalidArgument(std::string("DeviceTensor: requested as ") + dtype_name(requested) +
+                          " but stored as " + dtype_name(dtype_));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DenseLinear
+
+DenseLinear::DenseLinear(DeviceTensor weight, int out_features, int in_features)
+    : weight_(std::move(weight)), out_(out_features), in_(in_features) {
+  if (out_features < 1 || in_features < 1 ||
+      weight_.numel() != static_cast<std::size_t>(out_features) * in_features) {
+    throw InvalidArgument("DenseLinear: a (" + std::to_string(out_features) + ", " +
+                          std::to_string(in_features) + ") weight cannot hold " +
+                          std::to_string(weight_.numel()) + " elements");
+  }
+}
+
+void DenseLinear::apply(const float* x, float* y, int rows, cudaStream_t stream,
+                        Epilogue epilogue) const {
+  dispatch_dtype(weight_.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    launch_linear<T>(weight_.data<T>(), x, y, rows, out_, in_, stream, epilogue);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// DeviceModel
+
+namespace {
+// A Model's tensors as a TensorSource (the linear weights only when no factory replaces them).
+DeviceModel::TensorSource model_source(const Model& model) {
+  return [&model](const std::string& name, int layer, std::size_t) {
+    if (layer < 0) {
+      if (name == "token_embedding") return model.token_embedding;
+      if (name == "final_norm") return model.final_norm;
+      return model.classifier;
+    }
+    const LayerWeights& w = model.layers.at(static_cast<std::size_t>(layer));
+    if (name == "attn_norm") return w.attn_norm;
+    if (name == "ffn_norm") return w.ffn_norm;
+    return layer_linear(w, name);
+  };
+}
+}  // namespace
+
+DeviceModel::DeviceModel(const Model& model, DType dtype)
+    : DeviceModel(model.config, dtype, model_source(model)) {}
+
+DeviceModel::DeviceModel(const Model& model, DType dtype, const LinearFactory& make_linear)
+    : DeviceModel(model.config, dtype, model_source(model), make_linear) {}
+
+DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSource& source,
+                         const LinearFactory& make_linear)
+    : config_(config), dtype_(dtype) {
+  const ModelConfig& c = config_;
+  // One tensor at a time: fetch, check its size, upload, drop the host copy.
+  auto fetch = [&](const char* name, int layer, std::size_t numel) {
+    std::vector<float> values = source(name, layer, numel);
+    if (values.size() != numel) {
+      throw InvalidArgument(std::string("DeviceModel: tensor '") + name + "' of layer " +
+                            std::to_string(layer) + " has " + std::to_string(values.size()) +
+                            " values, expected " + std::to_string(numel));
+    }
+    return values;
+  };
+  auto tensor = [&](const char* name, int layer, std::size_t numel) {
+    return DeviceTensor(fetch(name, layer, numel), dtype);
+  };
+  // Linears come from the factory when there is one, checked against the config, so a wrong
+  // shape is one clear error here and never an out-of-bounds read in a kernel.
+  auto linear = [&](const char* name, int l, int out, int in) -> std::unique_ptr<DeviceLinear> {
+    if (!make_linear) return dense(fetch(name, l, std::size_t(out) * std::size_t(in)), out, in, dtype);
+    std::unique_ptr<DeviceLinear> lin = make_linear(l, name, out, in);
+    if (!lin || lin->out_features() != out || lin->in_features() != in) {
+      throw InvalidArgument("DeviceModel: layer " + std::to_string(l) + " " + name + " is " +
+                            (lin ? "(" + std::to_string(lin->out_features()) + ", " +
+                                       std::to_string(lin->in_features()) + ")"
+                                 : std::string("missing")) +
+                            ", expected (" + std::to_string(out) + ", " + std::to_string(in) + ")");
+    }
+    return lin;
+  };
+  const std::size_t d = static_cast<std::size_t>(c.dim);
+  token_embedding_ = tensor("token_embedding", -1, std::size_t(c.vocab_size) * d);
+  layers_.resize(static_cast<std::size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) {
+    DeviceLayer& w = layers_[static_cast<std::size_t>(l)];
+    w.attn_norm = tensor("attn_norm", l, d);
+    w.wq = linear("wq", l, c.q_dim(), c.dim);
+    w.wk = linear("wk", l, c.kv_dim(), c.dim);
+    w.wv = linear("wv", l, c.kv_dim(), c.dim);
+    w.wo = linear("wo", l, c.dim, c.q_dim());
+    w.ffn_norm = tensor("ffn_norm", l, d);
+    w.w1 = linear("w1", l, c.hidden_dim, c.dim);
+    w.w2 = linear("w2", l, c.dim, c.hidden_dim);
+    w.w3 = linear("w3", l, c.hidden_dim, c.dim);
+  }
+  final_norm_ = tensor("final_norm", -1, d);
+  // The classifier stays dense: it is not one of a block's linears (and is tied to the
+  // embedding in some models).
+  classifier_ = c.tied_classifier
+                    ? std::make_unique<DenseLinear>(token_embedding_, c.vocab_size, c.dim)
+                    : dense(fetch("classifier", -1, std::size_t(c.vocab_size) * d), c.vocab_size,
+                            c.dim, dtype);
+}
+
+std::int64_t DeviceModel::weight_bytes() const {
+  std::set<const void*> seen;
+  std::int64_t total = 0;
+  auto add = [&](const DeviceTensor& t) {
+    if (seen.insert(t.storage_id()).second) total += static_cast<std::int64_t>(t.bytes());
+  };
+  auto add_linear = [&](const DeviceLinear& lin) {
+    for (const DeviceTensor* t : lin.tensors()) add(*t);
+    total += lin.own_bytes();
+  };
+  add(token_embedding_);
+  for (const DeviceLayer& d : layers_) {
+    add(d.attn_norm);
+    add(d.ffn_norm);
+    for (const auto* lin : {d.wq.get(), d.wk.get(), d.wv.get(), d.wo.get(), d.w1.get(),
+                            d.w2.get(), d.w3.get()}) {
+      add_linear(*lin);
+    }
+  }
+  add(final_norm_);
+  add_linear(*classifier_);
+  return total;
+}
+
+std::string DeviceModel::weight_format() const {
+  const std::string storage = dtype_name(dtype_);
+  for (const DeviceLayer& d : layers_) {
+    for (const auto* lin : {d.wq.get(), d.wk.get(), d.wv.get(), d.wo.get(), d.w1.get(),
+                            d.w2.get(), d.w3.get()}) {
+      if (lin->format() != storage) return lin->format() + " + " + storage;
+    }
+  }
+  return storage;
+}
+
+Model round_weights(const Model& model, DType dtype) {
+  Model out = model;
+  auto round_all = [&](std::vector<float>& v) { v = rounded(v, dtype); };
+  round_all(out.token_embedding);
+  for (LayerWeights& w : out.layers) {
+    for (std::vector<float>* v : {&w.attn_norm, &w.wq, &w.wk, &w.wv, &w.wo, &w.ffn_norm, &w.w1,
+                                  &w.w2, &w.w3}) {
+      round_all(*v);
+    }
+  }
+  round_all(out.final_norm);
+  round_all(out.classifier);
+  return out;
+}
+
+}  // namespace nanoserve::engine

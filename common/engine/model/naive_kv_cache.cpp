@@ -1,0 +1,124 @@
+#include "common/engine/model/naive_kv_cache.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/engine/kv/kv_memory.h"
+#include "common/error.h"
+#include "kernels/attention.h"
+#include "kernels/kv_append.h"
+
+namespace nanoserve::engine {
+
+NaiveKVCache::NaiveKVCache(const ModelConfig& config, DType dtype, int max_seq_len, int num_slots)
+    : n_heads_(config.n_heads),
+      layout_{config.n_layers, config.n_kv_heads, config.head_dim, dtype},
+      slots_(num_slots, checked_cache_context(config, max_seq_len, "NaiveKVCache"),
+             config.kv_bytes_per_token(dtype_bytes(dtype))) {
+  // K and V are each half of a position's bytes.
+  const std::size_t half = static_cast<std::size_t>(slots_.capacity_bytes() / 2);
+  k_ = DeviceBuffer<unsigned char>(half);
+  v_ = DeviceBuffer<unsigned char>(half);
+  const std::size_t ws = attention_decode_workspace_floats(1, config.n_heads, config.head_dim,
+                                                           slots_.max_seq_len());
+  if (ws > 0) workspace_ = DeviceBuffer<float>(ws);
+  lens_ = DeviceBuffer<int>(static_cast<std::size_t>(num_slots));
+}
+
+std::int64_t NaiveKVCache::region_row(int slot, int layer) const {
+  return (std::int64_t(slot) * layout_.n_layers + layer) * slots_.max_seq_len();
+}
+
+void NaiveKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream) {
+  // Check every chunk before recording any, so a refused batch leaves the cache as it was.
+  std::vector<int> seen;
+  for (const SequenceChunk& c : batch.chunks) {
+    slots_.check_write(c.seq, c.start_pos, c.num_tokens);
+    if (std::find(seen.begin(), seen.end(), c.seq) != seen.end()) {
+      throw InvalidArgument("NaiveKVCache: slot " + std::to_string(c.seq) +
+                            " appears in two chunks of one batch");
+    }
+    seen.push_back(c.seq);
+  }
+  host_mapping_.clear();
+  host_lens_.clear();
+  for (const SequenceChunk& c : batch.chunks) {
+    for (int i = 0; i < c.num_tokens; ++i) {
+      host_mapping_.push_back(static_cast<int>(region_row(c.seq, 0) + c.start_pos + i));
+    }
+    host_lens_.push_back(c.start_pos + c.num_tokens);
+    slots_.write(c.seq, c.start_pos, c.num_tokens);
+  }
+  if (slot_mapping_.size() < host_mapping_.size()) {
+    slot_mapping_ = DeviceBuffer<int>(host_mapping_.size());
+  }
+  CUDA_CHECK(cudaMemcpyAsync(slot_mapping_.get(), host_mapping_.data(),
+                             host_mapping_.size() * sizeof(int), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaMemcpyAsync(lens_.get(), host_lens_.data(), host_lens_.size() * sizeof(int),
+                             cudaMemcpyHostToDevice, stream));
+  chunks_ = batch.chunks;
+  rows_ = batch.rows();
+}
+
+void NaiveKVCache::append_kv(int layer, const float* k, const float* v, cudaStream_t stream) {
+  const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
+  // The mapping counts rows from layer 0 of slot 0; shift the base to layer `layer` instead.
+  const std::int64_t base_row = region_row(0, layer);
+  const std::int64_t rows_after_base =
+      std::int64_t(slots_.num_slots()) * layout_.n_layers * slots_.max_seq_len() - base_row;
+  dispatch_dtype(layout_.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* k_base = reinterpret_cast<T*>(k_.get()) + base_row * kv_dim;
+    T* v_base = reinterpret_cast<T*>(v_.get()) + base_row * kv_dim;
+    launch_kv_append<T>(k, v, slot_mapping_.get(), rows_, kv_dim, k_base, v_base,
+                        rows_after_base, stream);
+  });
+}
+
+void NaiveKVCache::attend(int layer, const float* q, float* out, cudaStream_t stream) {
+  const AttentionHeads heads{n_heads_, layout_.n_kv_heads, layout_.head_dim};
+  const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
+  const int q_dim = n_heads_ * layout_.head_dim;
+  const int max_len = slots_.max_seq_len();
+  dispatch_dtype(layout_.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    int row = 0;
+    for (std::size_t i = 0; i < chunks_.size(); ++i) {
+      const SequenceChunk& c = chunks_[i];
+      const std::int64_t offset = region_row(c.seq, layer) * kv_dim;
+      const T* k_cache = reinterpret_cast<const T*>(k_.get()) + offset;  // (max_len, kv_dim)
+      const T* v_cache = reinterpret_cast<const T*>(v_.get()) + offset;  // (max_len, kv_dim)
+      const float* q_rows = q + std::int64_t(row) * q_dim;  // (num_tokens, n_heads, head_dim)
+      float* out_rows = out + std::int64_t(row) * q_dim;    // (num_tokens, n_heads, head_dim)
+      if (c.num_tokens == 1) {
+        // Decode: one query over the whole cached prefix; long prefixes split over blocks.
+        launch_attention_decode<T>(q_rows, k_cache, v_cache, lens_.get() + i, 1, max_len, heads,
+                                   out_rows, {workspace_.get(), workspace_.size()}, stream);
+      } else {
+        launch_attention_prefill<T>(q_rows, k_cache, v_cache, c.num_tokens, c.start_pos, max_len,
+                                    heads, out_rows, stream);
+      }
+      row += c.num_tokens;
+    }
+  });
+}
+
+std::vector<float> NaiveKVCache::to_host(int slot, int layer, bool values) const {
+  const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
+  const std::size_t n = static_cast<std::size_t>(slots_.length(slot)) * kv_dim;
+  const unsigned char* base = values ? v_.get() : k_.get();
+  return dispatch_dtype(layout_.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> raw(n);
+    if (n > 0) {
+      CUDA_CHECK(cudaMemcpy(raw.data(),
+                            reinterpret_cast<const T*>(base) + region_row(slot, layer) * kv_dim,
+                            n * sizeof(T), cudaMemcpyDeviceToHost));
+    }
+    std::vector<float> out(n);
+    for (std::size_t i = 0; i < n; ++i) out[i] = to_float(raw[i]);
+    return out;
+  });
+}
+
+}  // namespace nanoserve::engine

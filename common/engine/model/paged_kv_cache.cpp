@@ -1,0 +1,201 @@
+#include "common/engine/model/paged_kv_cache.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "common/engine/kv/kv_memory.h"
+#include "common/error.h"
+#include "kernels/block_copy.h"
+#include "kernels/kv_append.h"
+#include "kernels/paged_attention.h"
+
+namespace nanoserve::engine {
+
+namespace {
+
+// Longest run of queries per sequence the decode kernel takes (speculative verification is
+// γ + 1 ≈ 2..9); longer equal-length chunks are prefills and go to the varlen kernel.
+constexpr int kMaxDecodeQueries = 16;
+
+}  // namespace
+
+PagedKVCache::PagedKVCache(const ModelConfig& config, DType dtype, const KVCacheManager& manager,
+                           int max_seq_len)
+    : manager_(manager),
+      n_heads_(config.n_heads),
+      layout_{config.n_layers, config.n_kv_heads, config.head_dim, dtype},
+      max_seq_len_(checked_cache_context(config, max_seq_len, "PagedKVCache")),
+      num_blocks_(manager.pool().num_blocks()),
+      block_size_(manager.block_size()) {
+  // Slot ids travel to the kernels as int32 (as in vLLM's kernels); refuse pools beyond that.
+  if (layer_rows() > std::numeric_limits<int>::max()) {
+    throw InvalidArgument("PagedKVCache: " + std::to_string(num_blocks_) + " blocks of " +
+                          std::to_string(block_size_) + " tokens exceed int32 slot ids");
+  }
+  const std::size_t half = static_cast<std::size_t>(pool_bytes() / 2);
+  k_ = DeviceBuffer<unsigned char>(half);
+  v_ = DeviceBuffer<unsigned char>(half);
+}
+
+std::int64_t PagedKVCache::layer_rows() const {
+  return std::int64_t(num_blocks_) * block_size_;
+}
+
+std::int64_t PagedKVCache::pool_bytes() const {
+  const std::int64_t kv_dim = std::int64_t(layout_.n_kv_heads) * layout_.head_dim;
+  return 2 * layout_.n_layers * layer_rows() * kv_dim * dtype_bytes(layout_.dtype);
+}
+
+void PagedKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream) {
+  // Check every chunk before touching any state, so a refused batch changes nothing.
+  std::vector<int> seen;
+  int max_blocks = 1;
+  int max_q = 0;
+  for (const SequenceChunk& c : batch.chunks) {
+    const std::string who = "PagedKVCache: sequence " + std::to_string(c.seq);
+    if (!manager_.contains(c.seq)) throw InvalidArgument(who + " has no block table");
+    if (std::find(seen.begin(), seen.end(), c.seq) != seen.end()) {
+      throw InvalidArgument(who + " appears in two chunks of one batch");
+    }
+    seen.push_back(c.seq);
+    const int end = c.start_pos + c.num_tokens;
+    const BlockTable& table = manager_.block_table(c.seq);
+    if (end > table.num_tokens()) {
+      throw InvalidArgument(who + ": positions " + std::to_string(c.start_pos) + ".." +
+                            std::to_string(end - 1) + " need slots but only " +
+                            std::to_string(table.num_tokens()) + " are reserved");
+    }
+    if (end > max_seq_len_) {
+      throw InvalidArgument(who + ": position " + std::to_string(end - 1) +
+                            " is past max_seq_len " + std::to_string(max_seq_len_));
+    }
+    max_blocks = std::max(max_blocks, (end + block_size_ - 1) / block_size_);
+    max_q = std::max(max_q, c.num_tokens);
+  }
+
+  rows_ = batch.rows();
+  batch_ = static_cast<int>(batch.chunks.size());
+  max_blocks_ = max_blocks;
+  max_q_len_ = max_q;
+  const bool uniform = std::all_of(batch.chunks.begin(), batch.chunks.end(),
+                                   [&](const SequenceChunk& c) { return c.num_tokens == max_q; });
+  decode_q_len_ = uniform && max_q <= kMaxDecodeQueries ? max_q : 0;
+
+  // Layout of the one upload: slot mapping (T) | block tables (batch, max_blocks) |
+  // context lengths (batch) | cu_seqlens (batch + 1).
+  host_meta_.assign(std::size_t(rows_) + std::size_t(batch_) * max_blocks_ + 2 * batch_ + 1, 0);
+  int* slots = host_meta_.data();
+  int* tables = slots + rows_;
+  int* lens = tables + std::size_t(batch_) * max_blocks_;
+  int* cu = lens + batch_;
+  int row = 0;
+  for (int b = 0; b < batch_; ++b) {
+    const SequenceChunk& c = batch.chunks[std::size_t(b)];
+    const BlockTable& table = manager_.block_table(c.seq);
+    for (int i = 0; i < c.num_tokens; ++i) {
+      slots[row++] = static_cast<int>(table.slot(c.start_pos + i));  // < layer_rows() ≤ INT_MAX
+    }
+    const int end = c.start_pos + c.num_tokens;
+    const std::vector<int>& ids = table.block_ids();
+    const int used_blocks = (end + block_size_ - 1) / block_size_;
+    std::copy(ids.begin(), ids.begin() + used_blocks, tables + std::size_t(b) * max_blocks_);
+    lens[b] = end;
+    cu[b + 1] = cu[b] + c.num_tokens;
+  }
+  if (meta_.size() < host_meta_.size()) meta_ = DeviceBuffer<int>(host_meta_.size());
+  CUDA_CHECK(cudaMemcpyAsync(meta_.get(), host_meta_.data(), host_meta_.size() * sizeof(int),
+                             cudaMemcpyHostToDevice, stream));
+  if (decode_q_len_ > 0) {
+    const std::size_t ws = paged_attention_decode_workspace_floats(
+        batch_, decode_q_len_, n_heads_, layout_.head_dim, max_blocks_ * block_size_);
+    if (workspace_.size() < ws) workspace_ = DeviceBuffer<float>(ws);
+  }
+}
+
+void PagedKVCache::append_kv(int layer, const float* k, const float* v, cudaStream_t stream) {
+  const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
+  dispatch_dtype(layout_.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const std::int64_t base = std::int64_t(layer) * layer_rows() * kv_dim;
+    T* k_pool = reinterpret_cast<T*>(k_.get()) + base;
+    T* v_pool = reinterpret_cast<T*>(v_.get()) + base;
+    launch_kv_append<T>(k, v, meta_.get(), rows_, kv_dim, k_pool, v_pool, layer_rows(), stream);
+  });
+}
+
+void PagedKVCache::attend(int layer, const float* q, float* out, cudaStream_t stream) {
+  const AttentionHeads heads{n_heads_, layout_.n_kv_heads, layout_.head_dim};
+  const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
+  const int* tables = meta_.get() + rows_;
+  const int* lens = tables + std::size_t(batch_) * max_blocks_;
+  const int* cu = lens + batch_;
+  const DeviceBlockTables device_tables{tables, lens, batch_, max_blocks_};
+  dispatch_dtype(layout_.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const std::int64_t base = std::int64_t(layer) * layer_rows() * kv_dim;
+    const PagedKvCache<T> pools{reinterpret_cast<const T*>(k_.get()) + base,
+                                reinterpret_cast<const T*>(v_.get()) + base, num_blocks_,
+                                block_size_};
+    if (decode_q_len_ > 0) {
+      launch_paged_attention_decode<T>(q, pools, device_tables, decode_q_len_, heads, out,
+                                       {workspace_.get(), workspace_.size()}, stream);
+    } else {
+      launch_paged_attention_prefill<T>(q, cu, rows_, max_q_len_, pools, device_tables, heads,
+                                        out, stream);
+    }
+  });
+}
+
+void PagedKVCache::copy_blocks(const std::vector<BlockCopy>& copies, cudaStream_t stream) {
+  if (copies.empty()) return;
+  host_pairs_.clear();
+  for (const BlockCopy& c : copies) {
+    if (c.src < 0 || c.src >= num_blocks_ || c.dst < 0 || c.dst >= num_blocks_) {
+      throw InvalidArgument("PagedKVCache: block copy " + std::to_string(c.src) + " -> " +
+                            std::to_string(c.dst) + " names a block outside [0, " +
+                            std::to_string(num_blocks_) + ")");
+    }
+    host_pairs_.push_back(c.src);
+    host_pairs_.push_back(c.dst);
+  }
+  if (pairs_.size() < host_pairs_.size()) pairs_ = DeviceBuffer<int>(host_pairs_.size());
+  CUDA_CHECK(cudaMemcpyAsync(pairs_.get(), host_pairs_.data(), host_pairs_.size() * sizeof(int),
+                             cudaMemcpyHostToDevice, stream));
+  const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
+  dispatch_dtype(layout_.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch_block_copy<T>(reinterpret_cast<T*>(k_.get()), reinterpret_cast<T*>(v_.get()),
+                         layout_.n_layers, num_blocks_, block_size_, kv_dim, pairs_.get(),
+                         static_cast<int>(copies.size()), stream);
+  });
+  // host_pairs_ must outlive the asynchronous upload: the next copy_blocks reuses it only
+  // after this stream's work is ordered before it.
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+std::vector<float> PagedKVCache::to_host(std::int64_t seq_id, int layer, int length,
+                                         bool values) const {
+  const BlockTable& table = manager_.block_table(seq_id);
+  if (length < 0 || length > table.num_tokens() || layer < 0 || layer >= layout_.n_layers) {
+    throw InvalidArgument("PagedKVCache::to_host: layer " + std::to_string(layer) +
+                          ", length " + std::to_string(length) + " out of range");
+  }
+  const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
+  const unsigned char* pool = values ? v_.get() : k_.get();
+  return dispatch_dtype(layout_.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> row(static_cast<std::size_t>(kv_dim));
+    std::vector<float> out;
+    out.reserve(std::size_t(length) * kv_dim);
+    for (int p = 0; p < length; ++p) {
+      const std::int64_t r = std::int64_t(layer) * layer_rows() + table.slot(p);
+      CUDA_CHECK(cudaMemcpy(row.data(), reinterpret_cast<const T*>(pool) + r * kv_dim,
+                            row.size() * sizeof(T), cudaMemcpyDeviceToHost));
+      for (const T& x : row) out.push_back(to_float(x));
+    }
+    return out;
+  });
+}
+
+}  // namespace nanoserve::engine

@@ -1,0 +1,115 @@
+#pragma once
+/// \file
+/// \brief `ModelExecutor`: the real model behind the `Executor` seam (chapters 3 and 4) — a
+/// `SchedulerOutput` becomes one `ForwardBatch` over paged KV, one forward pass through the
+/// kernels, and one sampled token per sampling sequence.
+///
+///     SchedulerOutput                         ForwardBatch (one pass)
+///     ───────────────                         ───────────────────────
+///     block_copies ──► PagedKVCache::copy_blocks, before anything is written
+///     seq 4: pos 32..37 (prefill chunk)  ──►  chunk {seq 4, start 32, 6 rows}   no logits
+///     seq 2: pos 41     (decode)         ──►  chunk {seq 2, start 41, 1 row}    logit row 6
+///     seq 7: pos 9      (decode)         ──►  chunk {seq 7, start 9,  1 row}    logit row 7
+///                                             │ ModelRunner::forward: every layer writes
+///                                             │ its rows' K/V, then attends (the contract)
+///                                             ▼
+///     tokens: sample(logits row of seq 2, seq 2's params, position 42),
+///             sample(logits row of seq 7, seq 7's params, position 10)
+///
+/// Determinism: each token is drawn with the request's own SamplingParams and the RNG keyed by
+/// (seed, position of the sampled token), as `generate()` does for a request running alone,
+/// so the draw never depends on the batch. (The logits themselves may differ from a solo
+/// run's in the last bits — a different number of rows picks GEMV or GEMM, decode or varlen
+/// attention — which can only matter at an exact near-tie; the chapter tests check this.)
+///
+/// An output larger than the runner's buffers (a static batch's whole padded prefill) is cut
+/// into several passes at row boundaries; a sequence cut in two writes its first part's KV in
+/// the earlier pass, so causality holds. Size the runner to the scheduler's budgets
+/// (`executor_options_for`) and every continuous-batching step is exactly one pass.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/engine/model/device_model.h"
+#include "common/engine/serve/executor.h"
+#include "common/engine/kv/kv_cache_manager.h"
+#include "common/engine/model/model_runner.h"
+#include "common/engine/model/paged_kv_cache.h"
+
+namespace nanoserve::engine {
+struct SchedulerConfig;
+struct StaticBatchConfig;
+}  // namespace nanoserve::engine
+
+namespace nanoserve::engine {
+
+/// \brief Buffer sizes and policies of a `ModelExecutor`.
+struct ModelExecutorOptions {
+  int max_tokens_per_step = 512;  ///< rows of one forward pass (bigger outputs are split)
+  int max_logit_rows = 64;        ///< sampled sequences of one forward pass
+  int max_seq_len = 0;            ///< most positions per sequence; 0 = the model's context
+  /// \brief Also compute `SchedulerOutput::num_wasted_rows` (static batching's padding and
+  /// idle slots), as dummy rows of a scratch sequence, so wall-clock timings pay for them as
+  /// a padded batch would. Off: wasted rows are only counted.
+  bool compute_wasted_rows = false;
+};
+
+/// \brief Options whose buffers hold one continuous-batching step of `config` in one pass:
+/// max_num_batched_tokens rows, max_num_seqs logit rows, max_model_len positions.
+ModelExecutorOptions executor_options_for(const SchedulerConfig& config);
+/// \brief Options for a static batch of `config`: a pass of up to `max_tokens_per_step` rows
+/// (the padded prefill is split), batch_size logit rows, max_model_len positions.
+ModelExecutorOptions executor_options_for(const StaticBatchConfig& config,
+                                          int max_tokens_per_step = 512);
+
+/// \brief The model's forward over the scheduler's paged KV, as an `Executor`.
+class ModelExecutor final : public Executor {
+ public:
+  /// \brief A runner for `options` over `model` (which must outlive it). KV pools are made
+  /// when a run attaches its manager. Throws `InvalidArgument` for sizes < 1 or a
+  /// `max_seq_len` beyond the model's context.
+  ModelExecutor(const DeviceModel& model, ModelExecutorOptions options = {});
+
+  /// \brief Allocates device KV pools matching `kv` (nullptr frees them).
+  void attach_kv(const KVCacheManager* kv) override;
+  /// \brief Block copies, then the forward pass(es) of `output`, then one sampled token per
+  /// sampling sequence in `output.seqs` order (see the file comment). Throws `std::logic_error`
+  /// when no manager is attached, and the runner's `InvalidArgument`s for a batch the KV
+  /// cache refuses (a slot never reserved, a sequence unknown to the manager).
+  std::vector<int> execute(const SchedulerOutput& output) override;
+
+  /// \brief Forward passes run (wasted-row passes included).
+  long long num_passes() const { return num_passes_; }
+  /// \brief Useful rows computed.
+  long long num_rows() const { return num_rows_; }
+  /// \brief Wasted rows computed (with `compute_wasted_rows`).
+  long long num_wasted_rows() const { return num_wasted_rows_; }
+  /// \brief The options it was made with.
+  const ModelExecutorOptions& options() const { return options_; }
+  /// \brief e.g. "CPU simulator (…) · kernels, fp32 weights, paged KV".
+  std::string device_name() const;
+
+ private:
+  void run_pass(std::vector<int>& sampled);
+  void compute_wasted(int rows);
+
+  const DeviceModel& model_;
+  ModelExecutorOptions options_;
+  ModelRunner runner_;
+  const KVCacheManager* kv_ = nullptr;
+  std::unique_ptr<PagedKVCache> cache_;
+  // A scratch sequence for wasted rows: its own small pool, so the scheduler's is untouched.
+  std::unique_ptr<KVCacheManager> scratch_kv_;
+  std::unique_ptr<PagedKVCache> scratch_cache_;
+  // The pass being built: its batch and, per logit row, which entry of `sampled` it fills.
+  ForwardBatch batch_;
+  std::vector<const ScheduledSequence*> batch_samplers_;
+  std::vector<int> batch_sample_index_;
+  long long num_passes_ = 0;
+  long long num_rows_ = 0;
+  long long num_wasted_rows_ = 0;
+};
+
+}  // namespace nanoserve::engine

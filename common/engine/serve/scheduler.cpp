@@ -1,0 +1,323 @@
+#include "common/engine/serve/scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "common/error.h"
+
+namespace nanoserve::engine {
+
+namespace {
+
+const SchedulerConfig& validated(const SchedulerConfig& config) {
+  config.validate();
+  return config;
+}
+
+}  // namespace
+
+void SchedulerConfig::validate() const {
+  auto positive = [](const char* field, int value) {
+    if (value < 1) {
+      throw InvalidArgument(std::string("scheduler config: ") + field + " = " +
+                            std::to_string(value) + " must be >= 1");
+    }
+  };
+  positive("max_num_seqs", max_num_seqs);
+  positive("max_num_batched_tokens", max_num_batched_tokens);
+  positive("max_model_len", max_model_len);
+  positive("num_kv_blocks", num_kv_blocks);
+  positive("block_size", block_size);
+  if (!enable_chunked_prefill && max_num_batched_tokens < max_model_len) {
+    throw InvalidArgument(
+        "scheduler config: max_num_batched_tokens = " + std::to_string(max_num_batched_tokens) +
+        " is smaller than max_model_len = " + std::to_string(max_model_len) +
+        " with chunked prefill off: a prompt (or a preempted request's recomputation) that "
+        "does not fit one step could never run; raise the budget or enable chunked prefill");
+  }
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, Detokenizer detokenize)
+    : config_(validated(config)),
+      detokenize_(std::move(detokenize)),
+      kv_(config.num_kv_blocks, config.block_size, config.enable_prefix_caching) {}
+
+// ─── requests in and out ───────────────────────────────────────────────────────────────────
+
+std::string Scheduler::rejection_reason(const Request& r) const {
+  if (r.prompt_len > config_.max_model_len) {
+    return "prompt of " + std::to_string(r.prompt_len) + " tokens is longer than the context (" +
+           "max_model_len = " + std::to_string(config_.max_model_len) + ")";
+  }
+  const int blocks = (r.prompt_len + config_.block_size - 1) / config_.block_size;
+  if (blocks > config_.num_kv_blocks) {
+    return "prompt of " + std::to_string(r.prompt_len) + " tokens needs " +
+           std::to_string(blocks) + " KV blocks but the whole pool has " +
+           std::to_string(config_.num_kv_blocks);
+  }
+  return {};
+}
+
+void Scheduler::add_request(Request request) {
+  request.validate_new();
+  if (live_.count(request.id()) != 0) {
+    throw InvalidArgument("Scheduler::add_request: request " + std::to_string(request.id()) +
+                          " is already queued or running");
+  }
+  if (!request.stop_strings.empty() && !detokenize_) {
+    throw InvalidArgument("Scheduler::add_request: request " + std::to_string(request.id()) +
+                          " has stop strings but the scheduler has no detokenizer");
+  }
+  if (std::string reason = rejection_reason(request); !reason.empty()) {
+    const double t = request.arrival_s;
+    finish_request(request, FinishReason::kRejected, std::move(reason), t);
+    ++stats_.num_rejected;
+    ++stats_.num_finished;
+    finished_.push_back(std::move(request));
+    return;
+  }
+  auto owned = std::make_unique<Request>(std::move(request));
+  waiting_.push_back(owned.get());
+  live_.emplace(owned->id(), std::move(owned));
+}
+
+void Scheduler::retire(Request& r) {
+  if (kv_.contains(r.id())) kv_.free(r.id());
+  ++stats_.num_finished;
+  stats_.num_cancelled += r.finish_reason == FinishReason::kCancelled;
+  const int64_t id = r.id();
+  finished_.push_back(std::move(r));
+  live_.erase(id);  // destroys the moved-from request; callers have unlinked it from queues
+}
+
+std::vector<Request> Scheduler::take_finished() { return std::exchange(finished_, {}); }
+
+bool Scheduler::cancel(int64_t id, double now_s) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return false;
+  if (step_in_flight_) {  // its slots may be in the executor's hands: finish it in update()
+    if (std::find(cancel_pending_.begin(), cancel_pending_.end(), id) == cancel_pending_.end()) {
+      cancel_pending_.push_back(id);
+    }
+    return true;
+  }
+  Request* r = it->second.get();
+  if (r->status == RequestStatus::kRunning) {
+    running_.erase(std::find(running_.begin(), running_.end(), r));
+  } else {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), r));
+  }
+  finish_request(*r, FinishReason::kCancelled, "cancelled", now_s);
+  retire(*r);
+  return true;
+}
+
+std::string Scheduler::capacity_detail() const {
+  return "KV cache capacity: the pool's " + std::to_string(config_.num_kv_blocks) +
+         " blocks hold " + std::to_string(config_.num_kv_blocks * config_.block_size) +
+         " tokens";
+}
+
+// ─── schedule ──────────────────────────────────────────────────────────────────────────────
+
+void Scheduler::preempt(Request& victim, SchedulerOutput& out) {
+  // Recompute, not swap: the KV is dropped and rebuilt from the tokens when the request is
+  // admitted again (cheaply, if its blocks are still in the prefix cache by then).
+  kv_.free(victim.id());
+  victim.seq.num_computed_tokens = 0;
+  victim.status = RequestStatus::kPreempted;
+  ++victim.num_preemptions;
+  ++stats_.num_preemptions;
+  running_.pop_back();  // the victim is always the most recently admitted request
+  waiting_.push_front(&victim);
+  out.preempted_ids.push_back(victim.id());
+}
+
+void Scheduler::schedule_running(SchedulerOutput& out, int& budget, double now_s) {
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Request& r = *running_[i];
+    const int n = std::min(r.seq.num_tokens() - r.seq.num_computed_tokens, budget);
+    // Make room: preempt from the back (newest first) until r's blocks fit or r is the back.
+    while (!kv_.can_append(r.seq, n) && running_.back() != &r) preempt(*running_.back(), out);
+    if (!kv_.can_append(r.seq, n)) {
+      // r is now the newest running request. Either it yields to the older ones before it
+      // (which ends the loop), or it runs alone with the whole pool and still does not fit.
+      if (running_.size() > 1) {
+        preempt(r, out);
+      } else {
+        running_.pop_back();
+        finish_request(r, FinishReason::kLength, capacity_detail(), now_s);
+        retire(r);
+      }
+      return;
+    }
+    std::vector<BlockCopy> copies = kv_.append_slots(r.seq, n);
+    out.block_copies.insert(out.block_copies.end(), copies.begin(), copies.end());
+    out.add(r, kv_.block_table(r.id()), r.seq.num_computed_tokens, n);
+    budget -= n;
+    ++i;
+  }
+}
+
+void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget, double now_s) {
+  while (!waiting_.empty() && budget > 0 &&
+         static_cast<int>(running_.size()) < config_.max_num_seqs) {
+    Request& r = *waiting_.front();
+    const int cached = kv_.num_cached_tokens(r.seq);
+    const int rest = r.seq.num_tokens() - cached;
+    if (!config_.enable_chunked_prefill && rest > budget) break;  // wait for a fresh budget
+    const int n = std::min(rest, budget);
+    if (!kv_.can_allocate(r.seq, n)) {
+      if (!running_.empty()) break;  // FCFS: nobody overtakes the head; it waits for blocks
+      // The whole pool is free and still too small: a preempted request whose tokens
+      // outgrew the pool (chunked prefill off) would otherwise wait forever.
+      waiting_.pop_front();
+      finish_request(r, FinishReason::kLength, capacity_detail(), now_s);
+      retire(r);
+      continue;
+    }
+    r.seq.num_computed_tokens = kv_.allocate(r.seq, n);
+    if (r.first_scheduled_s < 0) {
+      r.first_scheduled_s = now_s;
+      r.num_prefix_hit_tokens = r.seq.num_computed_tokens;
+    }
+    r.status = RequestStatus::kRunning;
+    waiting_.pop_front();
+    running_.push_back(&r);
+    out.add(r, kv_.block_table(r.id()), r.seq.num_computed_tokens, n);
+    budget -= n;
+  }
+}
+
+SchedulerOutput Scheduler::schedule(double now_s) {
+  if (step_in_flight_) {
+    throw std::logic_error("Scheduler::schedule: the previous step was not update()d");
+  }
+  SchedulerOutput out;
+  out.seqs.reserve(running_.size() + 8);
+  int budget = config_.max_num_batched_tokens;
+  schedule_running(out, budget, now_s);
+  // After a preemption, admitting new work would only feed the next preemption (vLLM's
+  // rule) — unless nothing at all could be scheduled.
+  if (out.preempted_ids.empty() || out.empty()) schedule_waiting(out, budget, now_s);
+  step_in_flight_ = true;
+  if (!out.empty()) {
+    ++stats_.num_steps;
+    stats_.num_scheduled_tokens += out.num_batched_tokens();
+  }
+  return out;
+}
+
+// ─── update ────────────────────────────────────────────────────────────────────────────────
+
+std::vector<int64_t> Scheduler::update(const SchedulerOutput& output,
+                                       const std::vector<int>& sampled, double now_s) {
+  if (!step_in_flight_) throw std::logic_error("Scheduler::update: no step was scheduled");
+  if (static_cast<int>(sampled.size()) != output.num_sampled()) {
+    throw InvalidArgument("Scheduler::update: " + std::to_string(sampled.size()) +
+                          " sampled tokens for a step that samples " +
+                          std::to_string(output.num_sampled()));
+  }
+  // Check everything before changing anything, so a bad call leaves the step retryable.
+  std::vector<Request*> requests;
+  requests.reserve(output.seqs.size());
+  for (const ScheduledSequence& s : output.seqs) {
+    auto it = live_.find(s.seq_id);
+    if (it == live_.end() || it->second.get() != s.request) {
+      throw std::logic_error("Scheduler::update: request " + std::to_string(s.seq_id) +
+                             " of the output is not running here");
+    }
+    requests.push_back(it->second.get());
+  }
+  for (int token : sampled) {
+    if (token < 0) {
+      throw InvalidArgument("Scheduler::update: sampled token " + std::to_string(token) +
+                            " is negative");
+    }
+  }
+  std::vector<int64_t> done;
+  size_t k = 0;
+  for (size_t i = 0; i < output.seqs.size(); ++i) {
+    const ScheduledSequence& s = output.seqs[i];
+    Request& r = *requests[i];
+    r.seq.num_computed_tokens = s.end_pos();
+    if (s.sample && append_token(r, sampled[k++], now_s, config_.max_model_len, detokenize_)) {
+      done.push_back(r.id());
+    }
+  }
+  // Unlink the finished from the running list (keeping its order), then hand them out.
+  running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                [](const Request* r) { return r->finished(); }),
+                 running_.end());
+  for (int64_t id : done) retire(*live_.at(id));
+  step_in_flight_ = false;
+  for (int64_t id : std::exchange(cancel_pending_, {})) {
+    if (cancel(id, now_s)) done.push_back(id);
+  }
+  return done;
+}
+
+// ─── inspection ────────────────────────────────────────────────────────────────────────────
+
+std::vector<int64_t> Scheduler::waiting_ids() const {
+  std::vector<int64_t> ids;
+  for (const Request* r : waiting_) ids.push_back(r->id());
+  return ids;
+}
+
+std::vector<int64_t> Scheduler::running_ids() const {
+  std::vector<int64_t> ids;
+  for (const Request* r : running_) ids.push_back(r->id());
+  return ids;
+}
+
+const Request& Scheduler::request(int64_t id) const {
+  auto it = live_.find(id);
+  if (it == live_.end()) {
+    throw InvalidArgument("Scheduler::request: request " + std::to_string(id) +
+                          " is not waiting or running");
+  }
+  return *it->second;
+}
+
+std::string Scheduler::check_invariants() const {
+  if (std::string kv = kv_.check_invariants(); !kv.empty()) return kv;
+  const std::string name = "scheduler: ";
+  if (live_.size() != waiting_.size() + running_.size()) {
+    return name + std::to_string(live_.size()) + " live requests but " +
+           std::to_string(waiting_.size()) + " waiting + " + std::to_string(running_.size()) +
+           " running";
+  }
+  if (static_cast<int>(running_.size()) > config_.max_num_seqs) {
+    return name + std::to_string(running_.size()) + " running > max_num_seqs";
+  }
+  if (kv_.num_sequences() != static_cast<int>(running_.size())) {
+    return name + "the KV manager has " + std::to_string(kv_.num_sequences()) +
+           " tables for " + std::to_string(running_.size()) + " running requests";
+  }
+  for (const Request* r : waiting_) {
+    const std::string who = name + "waiting request " + std::to_string(r->id());
+    if (r->status != RequestStatus::kWaiting && r->status != RequestStatus::kPreempted) {
+      return who + " has status " + to_string(r->status);
+    }
+    if (kv_.contains(r->id()) || r->seq.num_computed_tokens != 0) {
+      return who + " holds KV (blocks or computed tokens)";
+    }
+  }
+  for (const Request* r : running_) {
+    const std::string who = name + "running request " + std::to_string(r->id());
+    if (r->status != RequestStatus::kRunning) return who + " has status " + to_string(r->status);
+    if (!kv_.contains(r->id())) return who + " has no block table";
+    const int slots = kv_.block_table(r->id()).num_tokens();
+    if (slots < r->seq.num_computed_tokens || slots > r->seq.num_tokens() ||
+        (!step_in_flight_ && slots != r->seq.num_computed_tokens)) {
+      return who + " has " + std::to_string(slots) + " slots for " +
+             std::to_string(r->seq.num_computed_tokens) + " computed of " +
+             std::to_string(r->seq.num_tokens()) + " tokens";
+    }
+  }
+  return {};
+}
+
+}  // namespace nanoserve::engine

@@ -1,0 +1,157 @@
+#pragma once
+/// \file
+/// \brief `Scheduler`: iteration-level (continuous) batching with chunked prefill and
+/// preemption by recomputation (chapter 4; Orca's iteration-level scheduling, Yu et al. OSDI
+/// 2022; vLLM v1's scheduler; Sarathi-Serve's chunked prefill, Agrawal et al. OSDI 2024).
+///
+/// There is no prefill phase and no decode phase. Every request just has tokens whose KV is
+/// not computed yet — `num_computed_tokens` catching up with `num_tokens` — and each step
+/// gives out a budget of `max_num_batched_tokens` rows:
+///
+///     step k:  budget 8                   running (admission order)        waiting
+///              ┌─────────────────────┐    A: decode        1 token         D (prompt 9)
+///              │A│B│C C C C C C│D ...│    B: decode        1 token         E
+///              └─────────────────────┘    C: prompt chunk  6 of 20 tokens
+///                 running first, in order, then waiting ones while budget,
+///                 max_num_seqs and KV blocks allow (here D gets nothing: budget spent)
+///
+/// Rules, in the order `schedule()` applies them:
+///  1. Running requests first, in admission order: each gets min(tokens left, budget left).
+///     A request that needs a KV block when none is free preempts the most recently admitted
+///     running request (possibly itself): its blocks are freed, its num_computed_tokens reset,
+///     and it goes back to the FRONT of the waiting queue, to recompute its KV later.
+///  2. Then, unless someone was preempted in this step, waiting requests in FCFS order: the
+///     head is admitted only if `max_num_seqs`, the budget and the KV blocks for its first
+///     chunk (after prefix-cache hits) allow; otherwise admission stops (no overtaking).
+///  3. Chunked prefill off: a prompt is admitted only when all of it fits the budget left.
+///     To make that always possible the config requires max_num_batched_tokens >=
+///     max_model_len (a longer prompt is rejected as longer than the context), as vLLM does.
+///  4. A request that can never run is rejected when it is added (finish reason kRejected and
+///     the reason in finish_detail): a prompt longer than max_model_len, or one that needs
+///     more KV blocks than the whole pool. A request that outgrows the whole pool (it needs
+///     more blocks while no other request holds any) finishes with kLength and the detail
+///     "KV cache capacity: …" — the same tokens it would produce running alone.
+///
+/// Contract with the executor (from `KVCacheManager`): every slot in a `SchedulerOutput` is
+/// written by the forward pass of that output, each layer's new K/V before that layer's
+/// attention reads, and every block copy is done before the pass.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/engine/kv/kv_cache_manager.h"
+#include "common/engine/serve/request.h"
+#include "common/engine/serve/scheduler_output.h"
+
+namespace nanoserve::engine {
+
+/// \brief Limits of a `Scheduler` and the KV pool it manages.
+struct SchedulerConfig {
+  int max_num_seqs = 64;             ///< most running requests at once
+  int max_num_batched_tokens = 512;  ///< most rows (new tokens) per forward pass
+  int max_model_len = 256;           ///< most tokens (prompt + output) of one request
+  bool enable_chunked_prefill = true;  ///< split long prompts over several steps
+  int num_kv_blocks = 1024;          ///< physical blocks in the KV pool
+  int block_size = 16;               ///< tokens per block
+  bool enable_prefix_caching = true;  ///< reuse cached full blocks across requests
+
+  /// \brief Throws `InvalidArgument` naming the field for non-positive sizes, and when
+  /// chunked prefill is off but max_num_batched_tokens < max_model_len (rule 3).
+  void validate() const;
+};
+
+/// \brief Counters of a `Scheduler`.
+struct SchedulerStats {
+  long long num_steps = 0;        ///< schedule() calls that scheduled something
+  long long num_preemptions = 0;  ///< preemptions (a request preempted twice counts twice)
+  long long num_rejected = 0;     ///< requests rejected at add_request
+  long long num_cancelled = 0;    ///< requests cancelled
+  long long num_finished = 0;     ///< requests finished (any reason)
+  long long num_scheduled_tokens = 0;  ///< rows computed, summed over steps
+};
+
+/// \brief The continuous-batching scheduler. Owns the KV cache manager and the requests until
+/// they finish. Single-threaded: schedule() → (execute) → update(), repeated.
+class Scheduler {
+ public:
+  /// \brief Validates `config` and builds the KV pool. `detokenize` is needed only for stop
+  /// strings.
+  explicit Scheduler(const SchedulerConfig& config, Detokenizer detokenize = {});
+
+  /// \brief Queues a request at the back of the waiting queue, or rejects it (rule 4; it is
+  /// then finished at once and returned by `take_finished`). Throws `InvalidArgument` for a
+  /// malformed request (`Request::validate_new`), a duplicate id, or stop strings without a
+  /// detokenizer.
+  void add_request(Request request);
+
+  /// \brief Plans the next forward pass (rules 1–3). Reserves the KV slots of every scheduled
+  /// token; `now_s` is recorded as the first-scheduled time of newly admitted requests. Throws
+  /// `std::logic_error` if called again before `update`.
+  SchedulerOutput schedule(double now_s = 0);
+
+  /// \brief Applies a finished forward pass: advances each scheduled request's
+  /// num_computed_tokens, appends `sampled` (one token per sampling sequence of `output`, in
+  /// order) with time `now_s`, applies stop rules, frees finished requests' blocks, and
+  /// finishes requests cancelled during the step. Throws `InvalidArgument` if `sampled` has
+  /// the wrong size; returns the ids finished in this update.
+  std::vector<int64_t> update(const SchedulerOutput& output, const std::vector<int>& sampled,
+                              double now_s = 0);
+
+  /// \brief Cancels a waiting or running request (finish reason kCancelled, blocks freed).
+  /// During a step (between schedule and update) it takes effect in `update`. Returns false
+  /// when the id is unknown or already finished.
+  bool cancel(int64_t id, double now_s = 0);
+
+  /// \brief Whether any request is waiting or running.
+  bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
+  /// \brief Requests in the waiting queue (preempted ones included).
+  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  /// \brief Requests admitted and holding KV blocks.
+  int num_running() const { return static_cast<int>(running_.size()); }
+  /// \brief Ids of the waiting queue, front first.
+  std::vector<int64_t> waiting_ids() const;
+  /// \brief Ids of the running requests in admission order.
+  std::vector<int64_t> running_ids() const;
+  /// \brief A live (waiting or running) request. Throws `InvalidArgument` for other ids.
+  const Request& request(int64_t id) const;
+  /// \brief Moves out the requests finished since the last call, in finishing order.
+  std::vector<Request> take_finished();
+
+  /// \brief The counters.
+  const SchedulerStats& stats() const { return stats_; }
+  /// \brief The configuration.
+  const SchedulerConfig& config() const { return config_; }
+  /// \brief The KV cache manager (read-only: tables, pool, metrics).
+  const KVCacheManager& kv() const { return kv_; }
+  /// \brief KV invariants plus: queues hold exactly the live requests with matching statuses,
+  /// running requests have tables covering their computed tokens, waiting ones have none,
+  /// and at most max_num_seqs run. Returns the first violation or an empty string.
+  std::string check_invariants() const;
+
+ private:
+  void schedule_running(SchedulerOutput& out, int& budget, double now_s);
+  void schedule_waiting(SchedulerOutput& out, int& budget, double now_s);
+  void preempt(Request& victim, SchedulerOutput& out);
+  /// Frees a finished request's blocks, counts it and moves it to finished_ (callers have
+  /// unlinked it from the queues).
+  void retire(Request& r);
+  std::string rejection_reason(const Request& r) const;
+  std::string capacity_detail() const;
+
+  SchedulerConfig config_;
+  Detokenizer detokenize_;
+  KVCacheManager kv_;
+  std::unordered_map<int64_t, std::unique_ptr<Request>> live_;  ///< waiting + running, by id
+  std::deque<Request*> waiting_;   ///< FCFS; preempted requests are pushed at the front
+  std::vector<Request*> running_;  ///< admission order: the back is the preemption victim
+  std::vector<Request> finished_;  ///< finished since the last take_finished()
+  std::vector<int64_t> cancel_pending_;  ///< cancelled during a step, finished in update()
+  bool step_in_flight_ = false;
+  SchedulerStats stats_;
+};
+
+}  // namespace nanoserve::engine
