@@ -11,7 +11,7 @@
 #include "common/data_path.h"
 #include "common/engine/model/device_info.h"
 #include "common/engine/model/device_model.h"
-#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/decode/naive_decoder.h"
 #include "common/error.h"
 #include "common/eval/perplexity.h"
 #include "common/model_bundle.h"
@@ -48,7 +48,7 @@ int run_eval(EvalArgs& a) {
     };
   }
   // gpu: every window's logits from the kernels (all positions of one pass), through a
-  // one-slot naive KV cache of the window's length; for an NSQM file, the quantized linears.
+  // one-region naive KV cache of the window's length; for an NSQM file, the quantized linears.
   // cpu: the oracle (on the dequantized weights for an NSQM file).
   std::unique_ptr<engine::DeviceModel> device_model;
   std::unique_ptr<engine::ModelRunner> runner;

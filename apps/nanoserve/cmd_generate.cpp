@@ -7,11 +7,11 @@
 #include "apps/nanoserve/model_source.h"
 #include "common/engine/model/device_info.h"
 #include "common/engine/model/device_model.h"
-#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/decode/naive_decoder.h"
 #include "common/error.h"
 #include "common/generation/generate.h"
 #include "common/model_bundle.h"
-#include "common/oracle/oracle_backend.h"
+#include "common/oracle/oracle_decoder.h"
 #include "common/report.h"
 
 namespace nanoserve::cli {
@@ -36,13 +36,13 @@ int run_generate(const GenerateArgs& a) {
   // file) — on a GPU in the cuda build, on the CPU simulator in the sim build (the device name
   // says so).
   std::unique_ptr<engine::DeviceModel> device_model;
-  std::unique_ptr<DecodeBackend> backend;
+  std::unique_ptr<Decoder> backend;
   if (a.device == "gpu") {
     device_model = src.to_device(parse_dtype(a.dtype));
-    backend = std::make_unique<engine::KernelBackend>(*device_model, engine::CacheMode::kNaiveCache);
+    backend = std::make_unique<engine::NaiveDecoder>(*device_model, engine::CacheMode::kNaiveCache);
   } else {
     if (a.dtype != "fp32") throw InvalidArgument("--dtype " + a.dtype + " needs --device gpu (the CPU oracle is fp32)");
-    backend = std::make_unique<oracle::OracleBackend>(src.model);
+    backend = std::make_unique<oracle::OracleDecoder>(src.model);
   }
 
   GenerateOptions opt;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "common/engine/kv/kv_slot_table.h"
+#include "common/engine/kv/kv_region_table.h"
 #include "common/error.h"
 #include "common/loaders/synthetic_model.h"
 
@@ -25,30 +25,30 @@ void print_kv_per_token(const ModelConfig& c, int bytes, int max_seq_len, nlohma
 
 UtilizationResult replay_utilization(const std::vector<harness::RequestShape>& requests,
                                      int max_seq_len, std::int64_t bytes_per_token) {
-  engine::KVSlotTable table(static_cast<int>(requests.size()), max_seq_len, bytes_per_token);
+  engine::KVRegionTable table(static_cast<int>(requests.size()), max_seq_len, bytes_per_token);
   UtilizationResult r;
-  std::vector<int> slot(requests.size());
+  std::vector<int> region(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (requests[i].cached_positions() > max_seq_len) {
       throw InvalidArgument("request '" + requests[i].name + "' needs " +
                             std::to_string(requests[i].cached_positions()) +
-                            " positions but a slot holds max_seq_len = " +
+                            " positions but a region holds max_seq_len = " +
                             std::to_string(max_seq_len));
     }
-    slot[i] = table.allocate();  // reserved in full when the request starts
+    region[i] = table.allocate();  // reserved in full when the request starts
     r.requests.push_back({requests[i], 0, 0, 0});
   }
   double used_sum = 0, reserved_sum = 0;
   for (int step = 0; table.num_allocated() > 0; ++step) {
     for (std::size_t i = 0; i < requests.size(); ++i) {
       RequestUsage& u = r.requests[i];
-      if (!table.is_allocated(slot[i]) || u.reserved > 0) continue;
-      const int len = table.length(slot[i]);
+      if (!table.is_allocated(region[i]) || u.reserved > 0) continue;
+      const int len = table.length(region[i]);
       // Step 0 writes the prompt; each later step the token sampled one step before.
       if (step == 0) {
-        table.write(slot[i], 0, u.shape.prompt_tokens);
+        table.write(region[i], 0, u.shape.prompt_tokens);
       } else if (len < u.shape.cached_positions()) {
-        table.write(slot[i], len, 1);
+        table.write(region[i], len, 1);
       }
     }
     reserved_sum += double(table.reserved_bytes());
@@ -58,11 +58,11 @@ UtilizationResult replay_utilization(const std::vector<harness::RequestShape>& r
     // A request whose cache holds all but its last token samples that token now and leaves.
     for (std::size_t i = 0; i < requests.size(); ++i) {
       RequestUsage& u = r.requests[i];
-      if (u.reserved > 0 || table.length(slot[i]) < u.shape.cached_positions()) continue;
-      u.cached = table.length(slot[i]);
+      if (u.reserved > 0 || table.length(region[i]) < u.shape.cached_positions()) continue;
+      u.cached = table.length(region[i]);
       u.used = std::int64_t(u.cached) * bytes_per_token;
       u.reserved = std::int64_t(max_seq_len) * bytes_per_token;
-      table.free(slot[i]);
+      table.free(region[i]);
     }
   }
   std::int64_t used = 0, reserved = 0;
@@ -76,7 +76,7 @@ UtilizationResult replay_utilization(const std::vector<harness::RequestShape>& r
 }
 
 void print_utilization(const UtilizationResult& r, int max_seq_len, nlohmann::json& records) {
-  std::printf("\n== KV reserved vs used: %zu requests, one %d-position slot each ==\n",
+  std::printf("\n== KV reserved vs used: %zu requests, one %d-position region each ==\n",
               r.requests.size(), max_seq_len);
   std::printf("  %-12s %7s %7s %7s %12s %12s %6s\n", "request", "prompt", "output", "cached",
               "reserved", "used", "util");
@@ -96,7 +96,7 @@ void print_utilization(const UtilizationResult& r, int max_seq_len, nlohmann::js
   std::printf("  %-12s %7s %7s %7s %12s %12s %5.1f%%\n", "total", "", "", "",
               format_bytes(reserved).c_str(), format_bytes(used).c_str(), 100.0 * r.at_completion);
   std::printf("  each request at its fullest: %.1f%% of the reserved KV holds keys and values;\n"
-              "  averaged over the batch's %zu steps (slots freed as requests finish): %.1f%%\n",
+              "  averaged over the batch's %zu steps (regions freed as requests finish): %.1f%%\n",
               100.0 * r.at_completion, r.used_over_time.size(), 100.0 * r.time_average);
   records.push_back({{"table", "utilization_summary"}, {"max_seq_len", max_seq_len},
                      {"reserved_bytes", reserved}, {"used_bytes", used},

@@ -26,7 +26,7 @@ void print_kv_per_token(const ModelConfig& config, int bytes_per_element, int ma
 struct RequestUsage {
   harness::RequestShape shape;  ///< its lengths
   int cached = 0;              ///< positions it filled
-  std::int64_t reserved = 0;   ///< bytes its slot reserved
+  std::int64_t reserved = 0;   ///< bytes its region reserved
   std::int64_t used = 0;       ///< bytes it filled
 };
 
@@ -39,10 +39,10 @@ struct UtilizationResult {
   double time_average = 0;   ///< Σ_t used(t) / Σ_t reserved(t)
 };
 
-/// \brief Replays `requests` as a batch through a `KVSlotTable` of one `max_seq_len` slot
+/// \brief Replays `requests` as a batch through a `KVRegionTable` of one `max_seq_len` region
 /// each, exactly as the engine's `NaiveKVCache` books them: all start together, step 0
 /// prefills every prompt, each later step appends one position per unfinished request, and a
-/// request frees its slot when its last token is sampled. Only the bookkeeping runs (the
+/// request frees its region when its last token is sampled. Only the bookkeeping runs (the
 /// values in the cache do not change the bytes). Throws `InvalidArgument` if a request does not
 /// fit `max_seq_len`.
 UtilizationResult replay_utilization(const std::vector<harness::RequestShape>& requests,

@@ -21,9 +21,9 @@
 #include "common/harness/clocks.h"
 #include "common/engine/model/device_info.h"
 #include "common/engine/model/device_model.h"
-#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/decode/naive_decoder.h"
 #include "common/model_bundle.h"
-#include "common/oracle/oracle_backend.h"
+#include "common/oracle/oracle_decoder.h"
 #include "common/report.h"
 #include "common/tolerances.h"
 
@@ -75,9 +75,9 @@ struct ModeRun {
 
 ModeRun run_mode(const engine::DeviceModel& dm, const Model& oracle_model, engine::CacheMode mode,
                  const std::vector<int>& prompt, const Args& a) {
-  engine::KernelBackend backend(dm, mode, a.max_seq_len);
-  std::unique_ptr<oracle::OracleBackend> oracle;
-  if (a.check) oracle = std::make_unique<oracle::OracleBackend>(oracle_model);
+  engine::NaiveDecoder backend(dm, mode, a.max_seq_len);
+  std::unique_ptr<oracle::OracleDecoder> oracle;
+  if (a.check) oracle = std::make_unique<oracle::OracleDecoder>(oracle_model);
   StepProbe probe(backend, oracle.get(), check_tolerance(dm.dtype()));
   GenerateOptions opt;
   opt.max_new_tokens = a.steps;
@@ -85,9 +85,9 @@ ModeRun run_mode(const engine::DeviceModel& dm, const Model& oracle_model, engin
   opt.sampling.seed = a.seed;
   ModeRun run{mode, generate(probe, prompt, opt), probe.steps(), probe.check_ok(),
               probe.first_failure()};
-  run.kv_reserved = backend.cache().slots().reserved_bytes();
-  run.kv_used = backend.cache().slots().used_bytes();
-  run.kv_positions = backend.cache().length(backend.slot());
+  run.kv_reserved = backend.cache().regions().reserved_bytes();
+  run.kv_used = backend.cache().regions().used_bytes();
+  run.kv_positions = backend.cache().length(backend.region());
   return run;
 }
 
@@ -203,7 +203,7 @@ int run(const Args& a) {
     print_utilization(replay_utilization(batch, max_seq_len, c.kv_bytes_per_token(dtype_bytes(dtype))),
                       max_seq_len, records);
   } else {
-    std::printf("\n(reserved vs used: the mixed batch needs slots of %d positions; "
+    std::printf("\n(reserved vs used: the mixed batch needs regions of %d positions; "
                 "--max-seq-len %d is too small, table skipped)\n", longest, max_seq_len);
   }
   print_kv_memory(engine::kv_memory_reference_models(), a.kv_context, a.kv_batch, records);
@@ -234,7 +234,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"no-cache", "naive-cache", "both"}));
   app.add_option("--dtype", a.dtype, "storage type of weights and KV cache")->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
-  app.add_option("--max-seq-len", a.max_seq_len, "positions one KV slot reserves; 0 = the model's context")
+  app.add_option("--max-seq-len", a.max_seq_len, "positions one KV region reserves; 0 = the model's context")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--temperature,-t", a.temperature, "0 = greedy")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--seed,-s", a.seed, "the request's RNG seed (used when temperature > 0)")->capture_default_str();

@@ -4,7 +4,7 @@
 
 namespace nanoserve::ch01 {
 
-StepProbe::StepProbe(engine::KernelBackend& inner, DecodeBackend* oracle, Tolerance tolerance)
+StepProbe::StepProbe(engine::NaiveDecoder& inner, Decoder* oracle, Tolerance tolerance)
     : inner_(inner), oracle_(oracle), tolerance_(tolerance) {}
 
 void StepProbe::reset() {

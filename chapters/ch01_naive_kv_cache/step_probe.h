@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// \brief `StepProbe`: wraps the kernel backend during a generation to time every forward
+/// \brief `StepProbe`: wraps the kernel decoder during a generation to time every forward
 /// call and, with `--check`, to run the CPU oracle on the same call and record the largest
 /// logit difference — the per-step table of chapter 1.
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/allclose.h"
-#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/decode/naive_decoder.h"
 #include "common/generation/generate.h"
 
 namespace nanoserve::ch01 {
@@ -22,21 +22,21 @@ struct StepRecord {
   double max_abs_diff = -1;  ///< max |logit − oracle logit|; -1 without --check
 };
 
-/// \brief A `DecodeBackend` that forwards to a `KernelBackend` and records each call.
-class StepProbe final : public DecodeBackend {
+/// \brief A `Decoder` that forwards to a `NaiveDecoder` and records each call.
+class StepProbe final : public Decoder {
  public:
   /// \brief Probes `inner`; with `oracle` (may be null) runs it alongside and compares each
   /// call's logits within `tolerance`. Both must outlive the probe.
-  StepProbe(engine::KernelBackend& inner, DecodeBackend* oracle, Tolerance tolerance);
-  /// \brief Resets both backends and the record.
+  StepProbe(engine::NaiveDecoder& inner, Decoder* oracle, Tolerance tolerance);
+  /// \brief Resets both decoders and the record.
   void reset() override;
   /// \brief Times `inner.forward`, then checks it against the oracle.
   std::vector<float> forward(const std::vector<int>& tokens, int start_pos) override;
-  /// \brief The inner backend's vocabulary size.
+  /// \brief The inner decoder's vocabulary size.
   int vocab_size() const override { return inner_.vocab_size(); }
-  /// \brief The inner backend's context.
+  /// \brief The inner decoder's context.
   int max_seq_len() const override { return inner_.max_seq_len(); }
-  /// \brief The inner backend's device.
+  /// \brief The inner decoder's device.
   std::string device_name() const override { return inner_.device_name(); }
 
   /// \brief Every call so far.
@@ -47,8 +47,8 @@ class StepProbe final : public DecodeBackend {
   const std::string& first_failure() const { return first_failure_; }
 
  private:
-  engine::KernelBackend& inner_;
-  DecodeBackend* oracle_;
+  engine::NaiveDecoder& inner_;
+  Decoder* oracle_;
   Tolerance tolerance_;
   std::vector<StepRecord> steps_;
   bool check_ok_ = true;

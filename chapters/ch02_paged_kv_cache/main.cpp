@@ -42,7 +42,7 @@ struct Args {
   bool tour = false;
   // utilization
   int max_seq_len = 0;
-  int slots = 8;
+  int regions = 8;
   std::vector<int> sweep = {1, 4, 8, 16, 32, 64, 128};
   // multiturn
   std::string chats;
@@ -66,7 +66,7 @@ struct Scenarios {
 void run_utilization(const ModelConfig& c, DType dtype, const Args& a, nlohmann::json& records) {
   UtilizationConfig u;
   u.max_seq_len = a.max_seq_len == 0 ? c.max_seq_len : a.max_seq_len;
-  u.slots = a.slots;
+  u.regions = a.regions;
   u.block_size = a.block_size;
   u.bytes_per_token = c.kv_bytes_per_token(dtype_bytes(dtype));
   const std::vector<harness::RequestShape> batch = harness::mixed_length_requests();
@@ -177,9 +177,9 @@ int main(int argc, char** argv) {
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run of all three scenarios for scripts/tour.sh");
   CLI::App* util = app.add_subcommand("utilization", "naive vs paged KV utilization under one budget");
-  util->add_option("--max-seq-len", a.max_seq_len, "positions a naive slot reserves; 0 = the model's context")
+  util->add_option("--max-seq-len", a.max_seq_len, "positions a naive region reserves; 0 = the model's context")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  util->add_option("--slots", a.slots, "naive slots; the budget is slots x max-seq-len positions")
+  util->add_option("--regions", a.regions, "naive regions; the budget is regions x max-seq-len positions")
       ->capture_default_str()->check(CLI::Range(1, 1 << 16));
   util->add_option("--sweep", a.sweep, "block sizes of the sweep")->capture_default_str()
       ->check(CLI::Range(1, 4096));

@@ -5,7 +5,7 @@
 
 #include "common/format_bytes.h"
 #include "common/harness/clocks.h"
-#include "common/engine/decode/paged_backend.h"
+#include "common/engine/decode/paged_decoder.h"
 #include "common/error.h"
 #include "common/generation/generate.h"
 
@@ -72,7 +72,7 @@ MultiturnRun run_multiturn(const engine::DeviceModel& model, const Tokenizer& to
       }
       // A new request per turn: its blocks go back to the pool when `backend` is destroyed,
       // and with prefix caching the full ones stay cached for the next turn.
-      engine::PagedBackend backend(runner, manager, cache, next_id++);
+      engine::PagedDecoder backend(runner, manager, cache, next_id++);
       const GenerateResult r = generate(backend, prompt, opt);
       TurnRecord rec{s.session->name, int(t) + 1, int(prompt.size()), int(backend.rows_cached()),
                      int(prompt.size() - backend.rows_cached()),

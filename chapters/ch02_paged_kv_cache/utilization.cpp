@@ -5,37 +5,37 @@
 #include "common/format_bytes.h"
 #include "common/harness/clocks.h"
 #include "common/engine/kv/kv_cache_manager.h"
-#include "common/engine/kv/kv_slot_table.h"
+#include "common/engine/kv/kv_region_table.h"
 #include "common/error.h"
 
 namespace nanoserve::ch02 {
 namespace {
 
 void validate(const std::vector<harness::RequestShape>& requests, const UtilizationConfig& c) {
-  if (c.max_seq_len < 1 || c.slots < 1 || c.block_size < 1 || c.bytes_per_token < 1) {
-    throw InvalidArgument("utilization: max_seq_len, slots, block_size and bytes_per_token must "
+  if (c.max_seq_len < 1 || c.regions < 1 || c.block_size < 1 || c.bytes_per_token < 1) {
+    throw InvalidArgument("utilization: max_seq_len, regions, block_size and bytes_per_token must "
                           "all be >= 1");
   }
   if (requests.empty()) throw InvalidArgument("utilization: no requests");
-  if (static_cast<int>(requests.size()) > c.slots) {
+  if (static_cast<int>(requests.size()) > c.regions) {
     throw InvalidArgument("utilization: the batch has " + std::to_string(requests.size()) +
-                          " requests but the budget holds only " + std::to_string(c.slots) +
-                          " naive slots");
+                          " requests but the budget holds only " + std::to_string(c.regions) +
+                          " naive regions");
   }
   for (const harness::RequestShape& r : requests) {
     if (r.prompt_tokens < 1 || r.output_tokens < 1 || r.cached_positions() > c.max_seq_len) {
       throw InvalidArgument("utilization: request '" + r.name + "' needs " +
                             std::to_string(r.cached_positions()) +
-                            " positions; a naive slot holds max_seq_len = " +
+                            " positions; a naive region holds max_seq_len = " +
                             std::to_string(c.max_seq_len));
     }
   }
 }
 
 int paged_blocks(const UtilizationConfig& c) {
-  const std::int64_t blocks = std::int64_t(c.slots) * c.max_seq_len / c.block_size;
+  const std::int64_t blocks = std::int64_t(c.regions) * c.max_seq_len / c.block_size;
   if (blocks < 1) {
-    throw InvalidArgument("utilization: a budget of " + std::to_string(c.slots * c.max_seq_len) +
+    throw InvalidArgument("utilization: a budget of " + std::to_string(c.regions * c.max_seq_len) +
                           " positions holds no block of " + std::to_string(c.block_size));
   }
   return static_cast<int>(blocks);
@@ -64,7 +64,7 @@ std::vector<CacheUtilization> replay_utilization(const std::vector<harness::Requ
   validate(requests, c);
   const int num_blocks = paged_blocks(c);
   const std::size_t n = requests.size();
-  engine::KVSlotTable naive(c.slots, c.max_seq_len, c.bytes_per_token);
+  engine::KVRegionTable naive(c.regions, c.max_seq_len, c.bytes_per_token);
   engine::KVCacheManager paged(num_blocks, c.block_size, /*enable_prefix_caching=*/false);
   CacheUtilization nu, pu;
   nu.cache = "naive";
@@ -75,11 +75,11 @@ std::vector<CacheUtilization> replay_utilization(const std::vector<harness::Requ
   nu.request_reserved.assign(n, 0);
   pu.request_reserved.assign(n, 0);
 
-  std::vector<int> slot(n);
+  std::vector<int> region(n);
   std::vector<engine::Sequence> seqs(n);
   std::vector<bool> live(n, true);
   for (std::size_t i = 0; i < n; ++i) {
-    slot[i] = naive.allocate();  // a naive slot is reserved in full when the request starts
+    region[i] = naive.allocate();  // a naive region is reserved in full when the request starts
     seqs[i].seq_id = static_cast<std::int64_t>(i);
   }
   double naive_used = 0, naive_reserved = 0, paged_used = 0, paged_reserved = 0;
@@ -89,11 +89,11 @@ std::vector<CacheUtilization> replay_utilization(const std::vector<harness::Requ
       engine::Sequence& s = seqs[i];
       try {
         if (step == 0) {  // the prompt
-          naive.write(slot[i], 0, requests[i].prompt_tokens);
+          naive.write(region[i], 0, requests[i].prompt_tokens);
           s.token_ids.assign(std::size_t(requests[i].prompt_tokens), 0);
           paged.allocate(s);
         } else if (s.num_tokens() < requests[i].cached_positions()) {  // the token sampled last
-          naive.write(slot[i], s.num_tokens(), 1);
+          naive.write(region[i], s.num_tokens(), 1);
           s.token_ids.push_back(0);
           paged.append_slot(s);
         }
@@ -123,7 +123,7 @@ std::vector<CacheUtilization> replay_utilization(const std::vector<harness::Requ
         u->used_bytes += used;
         u->reserved_bytes += u->request_reserved[i];
       }
-      naive.free(slot[i]);
+      naive.free(region[i]);
       paged.free(seqs[i].seq_id);
       live[i] = false;
       --remaining;
@@ -133,7 +133,7 @@ std::vector<CacheUtilization> replay_utilization(const std::vector<harness::Requ
   pu.at_completion = double(pu.used_bytes) / double(pu.reserved_bytes);
   nu.time_average = naive_used / naive_reserved;
   pu.time_average = paged_used / paged_reserved;
-  nu.fit_at_once = c.slots;  // any request of at most max_seq_len positions takes one slot
+  nu.fit_at_once = c.regions;  // any request of at most max_seq_len positions takes one region
   pu.fit_at_once = paged_fit_at_once(requests, num_blocks, c.block_size);
   return {nu, pu};
 }
@@ -144,8 +144,8 @@ void print_utilization(const std::vector<CacheUtilization>& r,
   const CacheUtilization& nu = r.at(0);
   const CacheUtilization& pu = r.at(1);
   std::printf("\n== utilization: %zu mixed-length requests, KV budget %s "
-              "(%d naive slots x %d positions) ==\n",
-              requests.size(), format_bytes(nu.capacity_bytes).c_str(), c.slots, c.max_seq_len);
+              "(%d naive regions x %d positions) ==\n",
+              requests.size(), format_bytes(nu.capacity_bytes).c_str(), c.regions, c.max_seq_len);
   std::printf("  %-11s %6s %6s %6s | %10s %6s | %10s %6s\n", "request", "prompt", "output",
               "cached", "naive res.", "util", "paged res.", "util");
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -168,7 +168,7 @@ void print_utilization(const std::vector<CacheUtilization>& r,
                 format_bytes(u.wasted_bytes()).c_str(), 100.0 * u.at_completion,
                 100.0 * u.time_average, u.fit_at_once);
     records.push_back({{"table", "utilization"}, {"cache", u.cache}, {"block_size", u.block_size},
-                       {"max_seq_len", c.max_seq_len}, {"slots", c.slots},
+                       {"max_seq_len", c.max_seq_len}, {"regions", c.regions},
                        {"bytes_per_token", c.bytes_per_token},
                        {"capacity_bytes", u.capacity_bytes}, {"reserved_bytes", u.reserved_bytes},
                        {"used_bytes", u.used_bytes}, {"wasted_bytes", u.wasted_bytes()},
@@ -186,7 +186,7 @@ void print_utilization(const std::vector<CacheUtilization>& r,
 void print_block_size_sweep(const std::vector<harness::RequestShape>& requests,
                             UtilizationConfig c, const std::vector<int>& block_sizes,
                             nlohmann::json& records) {
-  std::printf("\n== block-size sweep: the same batch and budget (%d x %d positions) ==\n", c.slots,
+  std::printf("\n== block-size sweep: the same batch and budget (%d x %d positions) ==\n", c.regions,
               c.max_seq_len);
   std::printf("  %6s %7s %10s %10s %8s %9s %6s %13s\n", "block", "blocks", "reserved", "wasted",
               "util", "over time", "fit", "table entries");
@@ -198,7 +198,7 @@ void print_block_size_sweep(const std::vector<harness::RequestShape>& requests,
                 format_bytes(u.reserved_bytes).c_str(), format_bytes(u.wasted_bytes()).c_str(),
                 100.0 * u.at_completion, 100.0 * u.time_average, u.fit_at_once, u.table_entries);
     records.push_back({{"table", "block_size_sweep"}, {"block_size", bs},
-                       {"max_seq_len", c.max_seq_len}, {"slots", c.slots},
+                       {"max_seq_len", c.max_seq_len}, {"regions", c.regions},
                        {"capacity_bytes", u.capacity_bytes}, {"reserved_bytes", u.reserved_bytes},
                        {"used_bytes", u.used_bytes}, {"wasted_bytes", u.wasted_bytes()},
                        {"at_completion", u.at_completion}, {"time_average", u.time_average},

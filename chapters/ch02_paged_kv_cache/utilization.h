@@ -1,15 +1,15 @@
 #pragma once
 /// \file
 /// \brief The `utilization` scenario: chapter 1's mixed-length batch replayed under one KV
-/// memory budget, once in a naive contiguous cache (`KVSlotTable`: every request reserves
+/// memory budget, once in a naive contiguous cache (`KVRegionTable`: every request reserves
 /// `max_seq_len` positions when it starts) and once in a paged cache (`KVCacheManager`: blocks
 /// of `block_size` positions taken as tokens arrive), plus how many requests each cache can
 /// hold at once.
 ///
-///     budget = slots × max_seq_len positions     naive: `slots` requests, whatever their length
+///     budget = regions × max_seq_len positions     naive: `regions` requests, whatever their length
 ///                                                paged: budget / block_size blocks, shared by
 ///                                                as many requests as their blocks fit
-///     naive  [▓▓▓▓░░░░░░░░░░░░░░░░]   one slot: used ▓, reserved but never used ░
+///     naive  [▓▓▓▓░░░░░░░░░░░░░░░░]   one region: used ▓, reserved but never used ░
 ///     paged  [▓▓▓▓][▓▓░░]             ceil(len / block_size) blocks: waste < one block
 ///
 /// Only the bookkeeping runs (the values in the cache do not change the bytes), so the
@@ -27,8 +27,8 @@ namespace nanoserve::ch02 {
 
 /// \brief The budget and the cache geometry of one replay.
 struct UtilizationConfig {
-  int max_seq_len = 512;             ///< positions a naive slot reserves
-  int slots = 8;                     ///< naive slots; the budget is slots × max_seq_len positions
+  int max_seq_len = 512;             ///< positions a naive region reserves
+  int regions = 8;                     ///< naive regions; the budget is regions × max_seq_len positions
   int block_size = 16;               ///< positions per paged block
   std::int64_t bytes_per_token = 1;  ///< K and V of one position, all layers
 };
@@ -48,7 +48,7 @@ struct CacheUtilization {
   std::vector<std::int64_t> reserved_over_time;  ///< (steps) bytes reserved after each step
   std::vector<std::int64_t> used_over_time;      ///< (steps) bytes used after each step
 
-  /// \brief reserved − used at completion: inside a naive slot's tail, or a paged request's
+  /// \brief reserved − used at completion: inside a naive region's tail, or a paged request's
   /// partially filled last block (internal fragmentation).
   std::int64_t wasted_bytes() const { return reserved_bytes - used_bytes; }
 };

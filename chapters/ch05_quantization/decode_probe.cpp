@@ -4,18 +4,18 @@
 
 #include <algorithm>
 
-#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/decode/naive_decoder.h"
 #include "common/harness/clocks.h"
-#include "common/oracle/oracle_backend.h"
+#include "common/oracle/oracle_decoder.h"
 
 namespace nanoserve::ch05 {
 
 namespace {
 
 /// Forwards to the kernels, times each call, and runs the oracle on the same call when asked.
-class ProbeBackend final : public DecodeBackend {
+class ProbeDecoder final : public Decoder {
  public:
-  ProbeBackend(DecodeBackend& kernels, DecodeBackend* oracle, Tolerance tol, DecodeRun& run)
+  ProbeDecoder(Decoder& kernels, Decoder* oracle, Tolerance tol, DecodeRun& run)
       : kernels_(kernels), oracle_(oracle), tol_(tol), run_(run) {}
   void reset() override {
     kernels_.reset();
@@ -43,8 +43,8 @@ class ProbeBackend final : public DecodeBackend {
   std::string device_name() const override { return kernels_.device_name(); }
 
  private:
-  DecodeBackend& kernels_;
-  DecodeBackend* oracle_;
+  Decoder& kernels_;
+  Decoder* oracle_;
   Tolerance tol_;
   DecodeRun& run_;
 };
@@ -56,10 +56,10 @@ const char* probe_clock_name() { return "CPU time"; }
 DecodeRun measure_decode(const engine::DeviceModel& device, const std::vector<int>& prompt,
                          int steps, int max_seq_len, const Model* oracle, Tolerance tolerance) {
   DecodeRun run;
-  engine::KernelBackend kernels(device, engine::CacheMode::kNaiveCache, max_seq_len);
-  std::unique_ptr<oracle::OracleBackend> reference;
-  if (oracle != nullptr) reference = std::make_unique<oracle::OracleBackend>(*oracle);
-  ProbeBackend probe(kernels, reference.get(), tolerance, run);
+  engine::NaiveDecoder kernels(device, engine::CacheMode::kNaiveCache, max_seq_len);
+  std::unique_ptr<oracle::OracleDecoder> reference;
+  if (oracle != nullptr) reference = std::make_unique<oracle::OracleDecoder>(*oracle);
+  ProbeDecoder probe(kernels, reference.get(), tolerance, run);
   GenerateOptions opt;
   opt.max_new_tokens = steps;
   opt.sampling.temperature = 0.0f;  // greedy: no stop tokens, so every run times `steps` steps

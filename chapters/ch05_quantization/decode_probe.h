@@ -24,7 +24,7 @@ struct DecodeRun {
   bool checked = false;        ///< the oracle ran alongside
   double max_abs_diff = 0;     ///< max |Δlogit| against the oracle over every step
   bool check_ok = true;        ///< every step within the tolerance
-  std::string device;          ///< the backend's device name
+  std::string device;          ///< the decoder's device name
   /// \brief Decode tokens per second of CPU time (0 when no step ran).
   double tokens_per_second() const { return decode_ms > 0 ? 1e3 * decode_steps / decode_ms : 0.0; }
 };

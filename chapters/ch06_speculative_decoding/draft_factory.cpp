@@ -80,7 +80,7 @@ std::unique_ptr<engine::DeviceModel> quantized_device_model(const quant::Quantiz
 
 KernelDraft make_kernel_draft(const Model& target, const DraftSpec& spec,
                               const std::vector<std::vector<int>>& calibration, DType dtype,
-                              const engine::SpecPagedOptions& options) {
+                              const engine::PagedDecoderOptions& options) {
   KernelDraft d;
   d.label = spec.name;
   const int vocab = target.config.vocab_size;
@@ -94,7 +94,7 @@ KernelDraft make_kernel_draft(const Model& target, const DraftSpec& spec,
       const Model& m = d.host_model;
       d.weights = std::string(dtype_name(dtype)) + ", " + std::to_string(spec.layers) + " of " +
                   std::to_string(target.config.n_layers) + " blocks";
-      d.model = std::make_unique<engine::SpecPagedModel>(std::make_unique<engine::DeviceModel>(m, dtype),
+      d.model = std::make_unique<engine::PagedDecoder>(std::make_unique<engine::DeviceModel>(m, dtype),
                                                  options, m.config.name);
       d.weight_bytes = d.model->device_model().weight_bytes();
       break;
@@ -105,7 +105,7 @@ KernelDraft make_kernel_draft(const Model& target, const DraftSpec& spec,
           spec.quant.scheme.label() + "-" + quant::to_string(spec.quant.method);
       d.host_model = q.dequantize();
       d.host_model.config.name = target.config.name + "-" + format;
-      d.model = std::make_unique<engine::SpecPagedModel>(
+      d.model = std::make_unique<engine::PagedDecoder>(
           quantized_device_model(q, dtype, &d.dequantized), options, d.host_model.config.name);
       d.weight_bytes = q.weight_bytes();
       d.weights = d.dequantized ? std::string(dtype_name(dtype)) + " dequantized from " + format

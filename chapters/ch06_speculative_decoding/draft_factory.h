@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/engine/model/device_model.h"
-#include "common/engine/decode/spec_paged_model.h"
+#include "common/engine/decode/paged_decoder.h"
 #include "common/model.h"
 #include "common/quant/quantize_model.h"
 #include "common/speculative/proposer.h"
@@ -58,7 +58,7 @@ struct KernelDraft {
   std::int64_t weight_bytes = 0;
   /// \brief The fp32 weights the device runs, on the host (for the oracle; empty for n-gram).
   Model host_model;
-  std::unique_ptr<engine::SpecPagedModel> model;      ///< the draft model's backend (null: n-gram)
+  std::unique_ptr<engine::PagedDecoder> model;      ///< the draft model's backend (null: n-gram)
   std::unique_ptr<speculative::Proposer> proposer;   ///< drafts with `model`, or the n-gram lookup
 };
 
@@ -74,6 +74,6 @@ std::unique_ptr<engine::DeviceModel> quantized_device_model(const quant::Quantiz
 /// [1, n_layers], missing calibration data, or bad cache sizes.
 KernelDraft make_kernel_draft(const Model& target, const DraftSpec& spec,
                               const std::vector<std::vector<int>>& calibration, DType dtype,
-                              const engine::SpecPagedOptions& options);
+                              const engine::PagedDecoderOptions& options);
 
 }  // namespace nanoserve::ch06

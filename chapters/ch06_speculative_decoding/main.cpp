@@ -100,8 +100,8 @@ int run(Args a) {
   std::printf("  prompts  %zu x %d tokens from %s; %d new tokens each\n", in.prompts.size(),
               a.prompt_tokens, in.source.c_str(), a.tokens);
 
-  engine::SpecPagedOptions cache_options;  // the model's context, 16-token blocks
-  engine::SpecPagedModel target_backend(std::make_unique<engine::DeviceModel>(target, DType::kF32),
+  engine::PagedDecoderOptions cache_options;  // the model's context, 16-token blocks
+  engine::PagedDecoder target_backend(std::make_unique<engine::DeviceModel>(target, DType::kF32),
                                         cache_options);
   const double target_bytes = double(target_backend.device_model().weight_bytes());
 

@@ -19,7 +19,7 @@ struct Baseline {
   double step_seconds = 0;
 };
 
-Baseline plain_pass(speculative::RollbackBackend& backend, const std::vector<std::vector<int>>& prompts,
+Baseline plain_pass(speculative::RollbackDecoder& backend, const std::vector<std::vector<int>>& prompts,
                     const GenerateOptions& options) {
   Baseline b;
   double decode = 0;
@@ -63,7 +63,7 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-SweepRow measure_sweep_row(speculative::RollbackBackend& target, speculative::Proposer& proposer, const SweepDraft& draft,
+SweepRow measure_sweep_row(speculative::RollbackDecoder& target, speculative::Proposer& proposer, const SweepDraft& draft,
                            const SweepCase& c, const std::vector<std::vector<int>>& prompts,
                            int gamma, int repeats) {
   if (prompts.empty() || repeats < 1) {
@@ -119,11 +119,11 @@ std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDra
   for (const SweepCase& c : cases) {
     for (const SweepDraft& d : drafts) {
       for (int gamma : gammas) {
-        speculative::OracleRollbackBackend target_backend(target);
-        std::unique_ptr<speculative::OracleRollbackBackend> draft_backend;
+        speculative::OracleRollbackDecoder target_backend(target);
+        std::unique_ptr<speculative::OracleRollbackDecoder> draft_backend;
         std::unique_ptr<speculative::Proposer> proposer;
         if (d.model != nullptr) {
-          draft_backend = std::make_unique<speculative::OracleRollbackBackend>(*d.model);
+          draft_backend = std::make_unique<speculative::OracleRollbackDecoder>(*d.model);
           proposer = std::make_unique<speculative::DraftModelProposer>(*draft_backend,
                                                           target.config.vocab_size);
         } else {

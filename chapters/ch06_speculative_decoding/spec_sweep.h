@@ -4,7 +4,7 @@
 /// many tokens a target forward yields, what a draft step costs, and the speedup measured next
 /// to the one Leviathan et al. 2023 predict from α and c (`predicted_speedup`).
 ///
-/// `measure_sweep_row` measures one row through any `RollbackBackend` (chapter 6's program runs
+/// `measure_sweep_row` measures one row through any `RollbackDecoder` (chapter 6's program runs
 /// it through the kernels, engine/spec_drafts.h); `spec_sweep` runs every row through the CPU
 /// oracle, where two of the paper's premises do not hold:
 ///  - a verify over γ+1 positions is not about one step: the oracle is compute- and
@@ -25,7 +25,7 @@
 #include "common/generation/generate.h"
 #include "common/model.h"
 #include "common/speculative/proposer.h"
-#include "common/speculative/rollback_backend.h"
+#include "common/speculative/rollback_decoder.h"
 
 namespace nanoserve::ch06 {
 
@@ -69,7 +69,7 @@ struct SweepRow {
 /// machine load); the timed ratios are the medians over the passes. `draft` gives the row's
 /// label and bytes ratio (its `model` is not used). Speedups compare whole requests, prefills
 /// included. Throws `InvalidArgument` for no prompts, repeats < 1 or bad options.
-SweepRow measure_sweep_row(speculative::RollbackBackend& target, speculative::Proposer& proposer, const SweepDraft& draft,
+SweepRow measure_sweep_row(speculative::RollbackDecoder& target, speculative::Proposer& proposer, const SweepDraft& draft,
                            const SweepCase& c, const std::vector<std::vector<int>>& prompts,
                            int gamma, int repeats = 1);
 

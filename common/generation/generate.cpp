@@ -22,7 +22,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-GenerateResult generate(DecodeBackend& backend, const std::vector<int>& prompt,
+GenerateResult generate(Decoder& backend, const std::vector<int>& prompt,
                         const GenerateOptions& options) {
   const int context = backend.max_seq_len();
   const int vocab = backend.vocab_size();

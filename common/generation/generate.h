@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// \brief The autoregressive loop, written once: prefill the prompt, then sample and feed back
-/// one token at a time. What computes the logits is a `DecodeBackend` — the CPU oracle here,
+/// one token at a time. What computes the logits is a `Decoder` — the CPU oracle here,
 /// the kernel-based `ModelRunner` from chapter 1 on.
 
 #include <cstdint>
@@ -15,9 +15,9 @@ namespace nanoserve {
 
 /// \brief Something that turns tokens into next-token logits for one sequence, keeping its
 /// own KV state between calls.
-class DecodeBackend {
+class Decoder {
  public:
-  virtual ~DecodeBackend() = default;
+  virtual ~Decoder() = default;
   /// \brief Forgets the current sequence (a new request starts at position 0).
   virtual void reset() = 0;
   /// \brief Processes `tokens` at positions `start_pos ..`; returns the logits (vocab) that
@@ -44,7 +44,7 @@ struct GenerateOptions {
 enum class StopReason {
   kMaxTokens,  ///< produced `max_new_tokens`
   kStopToken,  ///< sampled one of `stop_tokens`
-  kContext,    ///< reached the backend's `max_seq_len`
+  kContext,    ///< reached the decoder's `max_seq_len`
 };
 
 /// \brief "max_tokens", "stop_token" or "context".
@@ -61,11 +61,11 @@ struct GenerateResult {
   int generated() const { return static_cast<int>(tokens.size()) - prompt_tokens; }
 };
 
-/// \brief Runs the loop on `backend`. The token at position p is drawn with
+/// \brief Runs the loop on `decoder`. The token at position p is drawn with
 /// `sample(logits, …, position = p)`, so the same request always produces the same tokens.
 /// Throws `InvalidArgument` for an empty prompt, a prompt that does not leave room for one
 /// position in the context, a negative token budget, or a token id outside the vocabulary.
-GenerateResult generate(DecodeBackend& backend, const std::vector<int>& prompt,
+GenerateResult generate(Decoder& decoder, const std::vector<int>& prompt,
                         const GenerateOptions& options);
 
 }  // namespace nanoserve

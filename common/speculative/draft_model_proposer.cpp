@@ -7,7 +7,7 @@
 
 namespace nanoserve::speculative {
 
-DraftModelProposer::DraftModelProposer(RollbackBackend& draft, int target_vocab_size)
+DraftModelProposer::DraftModelProposer(RollbackDecoder& draft, int target_vocab_size)
     : draft_(draft) {
   if (draft.vocab_size() != target_vocab_size) {
     throw InvalidArgument("speculative decoding: draft model '" + draft.name() + "' has " +

@@ -22,18 +22,18 @@
 #include <vector>
 
 #include "common/speculative/proposer.h"
-#include "common/speculative/rollback_backend.h"
+#include "common/speculative/rollback_decoder.h"
 
 namespace nanoserve::speculative {
 
-/// \brief Drafts with a model behind any `RollbackBackend` (the oracle here, a `ModelRunner`
+/// \brief Drafts with a model behind any `RollbackDecoder` (the oracle here, a `ModelRunner`
 /// on the GPU later).
 class DraftModelProposer final : public Proposer {
  public:
   /// \brief Drafts with `draft` (which must outlive the proposer) for a target whose vocabulary
   /// has `target_vocab_size` tokens. Throws `InvalidArgument` when the sizes differ: a draft
   /// must share the target's tokenizer, or its token ids mean different text.
-  DraftModelProposer(RollbackBackend& draft, int target_vocab_size);
+  DraftModelProposer(RollbackDecoder& draft, int target_vocab_size);
   /// \brief Empties the draft's cache.
   void reset() override;
   /// \brief `reset()`, then prefills all prompt tokens but the last (the first `propose` feeds
@@ -54,7 +54,7 @@ class DraftModelProposer final : public Proposer {
   const std::vector<int>& cached_tokens() const { return cached_; }
 
  private:
-  RollbackBackend& draft_;
+  RollbackDecoder& draft_;
   std::vector<int> cached_;  // (draft_.length()) the tokens behind the draft's KV
   int64_t forwards_ = 0;
 };

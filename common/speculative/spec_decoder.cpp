@@ -28,7 +28,7 @@ double predicted_speedup(double alpha, int gamma, double c) {
   return expected_tokens_per_round(alpha, gamma) / (gamma * c + 1.0);
 }
 
-SpecDecoder::SpecDecoder(RollbackBackend& target, Proposer& proposer, SpecOptions options)
+SpecDecoder::SpecDecoder(RollbackDecoder& target, Proposer& proposer, SpecOptions options)
     : target_(target), proposer_(proposer), options_(std::move(options)) {
   if (options_.gamma < 1) {
     throw InvalidArgument("speculative decoding: gamma = " + std::to_string(options_.gamma) +

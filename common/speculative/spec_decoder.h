@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// \brief `SpecDecoder`: the speculative decoding loop (Leviathan et al. 2023, Algorithm 1;
-/// Chen et al. 2023, Algorithm 2) over a target `RollbackBackend` and any `Proposer`.
+/// Chen et al. 2023, Algorithm 2) over a target `RollbackDecoder` and any `Proposer`.
 ///
 /// One round, with L accepted tokens t_0 .. t_{L-1} and the target's KV holding 0 .. L-2:
 ///
@@ -32,7 +32,7 @@
 
 #include "common/generation/generate.h"
 #include "common/speculative/proposer.h"
-#include "common/speculative/rollback_backend.h"
+#include "common/speculative/rollback_decoder.h"
 
 namespace nanoserve::speculative {
 
@@ -90,14 +90,14 @@ class SpecDecoder {
   /// \brief Keeps references to `target` and `proposer` (they must outlive the decoder).
   /// Throws `InvalidArgument` for γ < 1, `max_gamma < gamma`, or a proposer tied to another
   /// vocabulary size than the target's.
-  SpecDecoder(RollbackBackend& target, Proposer& proposer, SpecOptions options = {});
+  SpecDecoder(RollbackDecoder& target, Proposer& proposer, SpecOptions options = {});
 
   /// \brief Runs one request from scratch (both caches reset). Same validation, stop rules and
   /// `on_token` callbacks as `generate`.
   SpecResult generate(const std::vector<int>& prompt, const GenerateOptions& options);
 
  private:
-  RollbackBackend& target_;
+  RollbackDecoder& target_;
   Proposer& proposer_;
   SpecOptions options_;
 };

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// \brief Helpers for tests of the kernel-based engine: skipping without a device (cuda build
-/// on a machine without a GPU), a `DecodeBackend` that records every logits vector, and a
-/// replay of a fixed token sequence through any backend (teacher forcing), so two backends are
+/// on a machine without a GPU), a `Decoder` that records every logits vector, and a
+/// replay of a fixed token sequence through any decoder (teacher forcing), so two decoders are
 /// compared on identical inputs at every step.
 
 #include <gtest/gtest.h>
@@ -36,25 +36,25 @@ inline void expect_close(const std::vector<float>& got, const std::vector<float>
 /// i-th fed-back token.
 using StepLogits = std::vector<std::vector<float>>;
 
-/// \brief Feeds `tokens` through `backend` as generation would: the first `prompt_tokens` in
+/// \brief Feeds `tokens` through `decoder` as generation would: the first `prompt_tokens` in
 /// one call, then one token per call. Returns the logits of every call.
-inline StepLogits replay(DecodeBackend& backend, const std::vector<int>& tokens,
+inline StepLogits replay(Decoder& decoder, const std::vector<int>& tokens,
                          int prompt_tokens) {
   StepLogits out;
-  backend.reset();
-  out.push_back(backend.forward(
+  decoder.reset();
+  out.push_back(decoder.forward(
       std::vector<int>(tokens.begin(), tokens.begin() + prompt_tokens), 0));
   for (int pos = prompt_tokens; pos < static_cast<int>(tokens.size()); ++pos) {
-    out.push_back(backend.forward({tokens[static_cast<std::size_t>(pos)]}, pos));
+    out.push_back(decoder.forward({tokens[static_cast<std::size_t>(pos)]}, pos));
   }
   return out;
 }
 
-/// \brief Forwards to another backend and keeps every logits vector it returned.
-class RecordingBackend final : public DecodeBackend {
+/// \brief Forwards to another decoder and keeps every logits vector it returned.
+class RecordingDecoder final : public Decoder {
  public:
   /// \brief Records the calls made to `inner` (which must outlive it).
-  explicit RecordingBackend(DecodeBackend& inner) : inner_(inner) {}
+  explicit RecordingDecoder(Decoder& inner) : inner_(inner) {}
   /// \brief Resets `inner` and the record.
   void reset() override {
     inner_.reset();
@@ -75,28 +75,28 @@ class RecordingBackend final : public DecodeBackend {
   const StepLogits& logits() const { return logits_; }
 
  private:
-  DecodeBackend& inner_;
+  Decoder& inner_;
   StepLogits logits_;
 };
 
 /// \brief Greedy generation of up to `steps` tokens, stopping only at the context's end.
-inline GenerateResult greedy(DecodeBackend& backend, const std::vector<int>& prompt, int steps) {
+inline GenerateResult greedy(Decoder& decoder, const std::vector<int>& prompt, int steps) {
   GenerateOptions opt;
   opt.max_new_tokens = steps;
   opt.sampling.temperature = 0.0f;
-  return generate(backend, prompt, opt);
+  return generate(decoder, prompt, opt);
 }
 
-/// \brief Greedy generation from BOS through `backend` (stories260K behind it, with
+/// \brief Greedy generation from BOS through `decoder` (stories260K behind it, with
 /// `tokenizer`) must begin with llama2.c's reference story. Greedy decoding is causal: the
 /// first 80 tokens (~220 characters, more than the quoted reference) are the same whether
 /// run.c goes on to 256 positions or not.
-inline void expect_reference_story(DecodeBackend& backend, const Tokenizer& tokenizer) {
+inline void expect_reference_story(Decoder& decoder, const Tokenizer& tokenizer) {
   GenerateOptions opt;
   opt.max_new_tokens = 80;
   opt.sampling.temperature = 0.0f;
   opt.stop_tokens = {tokenizer.bos_id(), tokenizer.eos_id()};
-  const GenerateResult r = generate(backend, {tokenizer.bos_id()}, opt);
+  const GenerateResult r = generate(decoder, {tokenizer.bos_id()}, opt);
   const std::string text = tokenizer.decode(r.tokens);
   EXPECT_EQ(text.rfind(kStories260KReferenceStoryStart, 0), 0u) << "generated:\n" << text;
 }

@@ -1,9 +1,9 @@
 // NaiveKVCache + ModelRunner: the cache holds what the oracle caches, requests in different
-// slots never touch each other, a mixed batch equals its parts, and bad batches are refused
+// regions never touch each other, a mixed batch equals its parts, and bad batches are refused
 // before anything changes.
 #include <gtest/gtest.h>
 
-#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/decode/naive_decoder.h"
 #include "common/engine/model/model_runner.h"
 #include "common/engine/model/naive_kv_cache.h"
 #include "common/error.h"
@@ -34,10 +34,10 @@ class Ch01NaiveKVCache : public ::testing::Test {
 TEST_F(Ch01NaiveKVCache, HoldsTheKeysAndValuesTheOracleCaches) {
   NaiveKVCache cache(model_.config, DType::kF32, 64, 2);
   ModelRunner runner(*device_, {32, 1});
-  const int other = cache.allocate();  // slot 0 stays empty: the data must land in slot 1 only
-  const int slot = cache.allocate();
+  const int other = cache.allocate();  // region 0 stays empty: the data must land in region 1 only
+  const int region = cache.allocate();
   const std::vector<int> prompt = tokens(20);
-  runner.forward(ForwardBatch::single(slot, prompt, 0, LogitRows::kLast), cache);
+  runner.forward(ForwardBatch::single(region, prompt, 0, LogitRows::kLast), cache);
 
   oracle::KVStore kv(model_.config, 64);
   oracle::forward_prompt(model_, kv, prompt, 0);
@@ -45,12 +45,12 @@ TEST_F(Ch01NaiveKVCache, HoldsTheKeysAndValuesTheOracleCaches) {
   for (int l = 0; l < model_.config.n_layers; ++l) {
     const std::vector<float> want_k(kv.k(l), kv.k(l) + n);
     const std::vector<float> want_v(kv.v(l), kv.v(l) + n);
-    testing::expect_close(cache.to_host(slot, l, false), want_k, tol::kFp32Forward,
+    testing::expect_close(cache.to_host(region, l, false), want_k, tol::kFp32Forward,
                           "keys of layer " + std::to_string(l));
-    testing::expect_close(cache.to_host(slot, l, true), want_v, tol::kFp32Forward,
+    testing::expect_close(cache.to_host(region, l, true), want_v, tol::kFp32Forward,
                           "values of layer " + std::to_string(l));
   }
-  EXPECT_EQ(cache.length(slot), 20);
+  EXPECT_EQ(cache.length(region), 20);
   EXPECT_EQ(cache.length(other), 0);
 }
 
@@ -92,28 +92,28 @@ TEST_F(Ch01NaiveKVCache, AccountingIsExactWhileRequestsReallyRun) {
   // synthetic:tiny, fp32: 2 (K, V) × 4 layers × 4 KV heads × 8 head_dim × 4 bytes = 1024 B.
   NaiveKVCache cache(model_.config, DType::kF32, 32, 3);
   ModelRunner runner(*device_, {32, 1});
-  EXPECT_EQ(cache.slots().bytes_per_token(), 1024);
-  EXPECT_EQ(cache.slots().capacity_bytes(), 3 * 32 * 1024);
+  EXPECT_EQ(cache.regions().bytes_per_token(), 1024);
+  EXPECT_EQ(cache.regions().capacity_bytes(), 3 * 32 * 1024);
   {
-    KernelBackend first(runner, cache, CacheMode::kNaiveCache);
-    KernelBackend second(runner, cache, CacheMode::kNaiveCache);
-    EXPECT_EQ(cache.slots().reserved_bytes(), 2 * 32 * 1024);  // reserved before any token
-    EXPECT_EQ(cache.slots().used_bytes(), 0);
+    NaiveDecoder first(runner, cache, CacheMode::kNaiveCache);
+    NaiveDecoder second(runner, cache, CacheMode::kNaiveCache);
+    EXPECT_EQ(cache.regions().reserved_bytes(), 2 * 32 * 1024);  // reserved before any token
+    EXPECT_EQ(cache.regions().used_bytes(), 0);
     testing::greedy(first, tokens(5), 4);    // 5 + 4 - 1 = 8 positions cached
     testing::greedy(second, tokens(3), 10);  // 3 + 10 - 1 = 12
-    EXPECT_EQ(cache.length(first.slot()), 8);
-    EXPECT_EQ(cache.length(second.slot()), 12);
-    EXPECT_EQ(cache.slots().used_bytes(), 20 * 1024);
-    EXPECT_DOUBLE_EQ(cache.slots().utilization(), 20.0 / 64.0);
+    EXPECT_EQ(cache.length(first.region()), 8);
+    EXPECT_EQ(cache.length(second.region()), 12);
+    EXPECT_EQ(cache.regions().used_bytes(), 20 * 1024);
+    EXPECT_DOUBLE_EQ(cache.regions().utilization(), 20.0 / 64.0);
     {
-      KernelBackend third(runner, cache, CacheMode::kNaiveCache);
+      NaiveDecoder third(runner, cache, CacheMode::kNaiveCache);
       EXPECT_FALSE(cache.can_allocate());
-      EXPECT_THROW(KernelBackend(runner, cache, CacheMode::kNaiveCache), InvalidArgument);
+      EXPECT_THROW(NaiveDecoder(runner, cache, CacheMode::kNaiveCache), InvalidArgument);
     }
-    EXPECT_EQ(cache.slots().reserved_bytes(), 2 * 32 * 1024);  // the third request returned its slot
+    EXPECT_EQ(cache.regions().reserved_bytes(), 2 * 32 * 1024);  // the third request returned its region
   }
-  EXPECT_EQ(cache.slots().reserved_bytes(), 0);
-  EXPECT_EQ(cache.slots().used_bytes(), 0);
+  EXPECT_EQ(cache.regions().reserved_bytes(), 0);
+  EXPECT_EQ(cache.regions().used_bytes(), 0);
 }
 
 TEST_F(Ch01NaiveKVCache, RefusesBadBatchesBeforeChangingAnything) {
@@ -122,7 +122,7 @@ TEST_F(Ch01NaiveKVCache, RefusesBadBatchesBeforeChangingAnything) {
   const int s = cache.allocate();
   runner.forward(ForwardBatch::single(s, tokens(4), 0, LogitRows::kLast), cache);
   runner.forward(ForwardBatch::single(s, tokens(8, 4), 4, LogitRows::kLast), cache);
-  auto message_in = [&](AttentionBackend& kv, const ForwardBatch& b) {
+  auto message_in = [&](DeviceKVCache& kv, const ForwardBatch& b) {
     try {
       runner.forward(b, kv);
     } catch (const InvalidArgument& e) {
@@ -140,7 +140,7 @@ TEST_F(Ch01NaiveKVCache, RefusesBadBatchesBeforeChangingAnything) {
   EXPECT_NE(message_of(ForwardBatch::single(s, tokens(1), 13, LogitRows::kLast)).find("without a gap"),
             std::string::npos);
   EXPECT_NE(message_of(ForwardBatch::single(s, tokens(5), 12, LogitRows::kLast))
-                .find("positions 12..16 of slot 0 exceed its 16 reserved positions"),
+                .find("positions 12..16 of region 0 exceed its 16 reserved positions"),
             std::string::npos);
   EXPECT_EQ(cache.length(s), 12);  // none of the refused batches touched the cache
 

@@ -5,7 +5,7 @@ endif()
 set(CH02 $<TARGET_FILE:ch02_paged_kv_cache>)
 set(CH02_EXPECT_FAILURE bash "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_failure.sh")
 # The utilization table needs no forward pass; on synthetic:tiny (fp32: 1,024 bytes per
-# position, 256-position slots) the mix is 968 positions: 968 / (8 × 256) = 47.3% naive, and
+# position, 256-position regions) the mix is 968 positions: 968 / (8 × 256) = 47.3% naive, and
 # 968 / 1008 = 96.0% in blocks of 16.
 add_test(NAME ch02.utilization_tiny
          COMMAND ${CH02} utilization --model synthetic:tiny

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ch01/engine_test_support.h"
-#include "common/engine/decode/paged_backend.h"
+#include "common/engine/decode/paged_decoder.h"
 #include "common/model_bundle.h"
 #include "common/sampling/sampler.h"
 
@@ -34,7 +34,7 @@ class Ch02BatchedDecode : public ::testing::Test {
     engine::KVCacheManager manager(64, 4, false);
     PagedKVCache cache(model_.config, DType::kF32, manager, 128);
     ModelRunner runner(*device_, {64, 1});
-    PagedBackend backend(runner, manager, cache, 0);
+    PagedDecoder backend(runner, manager, cache, 0);
     const GenerateResult r = greedy(backend, p, steps);
     return {r.tokens.begin() + r.prompt_tokens, r.tokens.end()};
   }

@@ -8,17 +8,17 @@
 namespace nanoserve::ch02 {
 namespace {
 
-// Two requests, 1 byte per position, slots of 16 positions, blocks of 4:
+// Two requests, 1 byte per position, regions of 16 positions, blocks of 4:
 //   a: prompt 3, output 3 → 5 positions cached (the last token is never fed back)
 //   b: prompt 10, output 1 → 10 positions cached
-// Naive: 2 slots × 16 = 32 reserved, 15 used.  Paged: a 2 blocks (8), b 3 blocks (12) = 20.
+// Naive: 2 regions × 16 = 32 reserved, 15 used.  Paged: a 2 blocks (8), b 3 blocks (12) = 20.
 // Over time (step 0 writes the prompts, b leaves after step 0, a after step 2):
 //   naive used 13, 4, 5 of 32, 16, 16;  paged used 13, 4, 5 of 16 (1 + 3 blocks), 4, 8.
 TEST(Ch02Utilization, TinyWorkloadMatchesHandComputedNumbers) {
   const std::vector<harness::RequestShape> reqs = {{"a", 3, 3}, {"b", 10, 1}};
   UtilizationConfig c;
   c.max_seq_len = 16;
-  c.slots = 2;
+  c.regions = 2;
   c.block_size = 4;
   c.bytes_per_token = 1;
   const std::vector<CacheUtilization> r = replay_utilization(reqs, c);
@@ -48,14 +48,14 @@ TEST(Ch02Utilization, TinyWorkloadMatchesHandComputedNumbers) {
   EXPECT_EQ(paged.fit_at_once, 3);
 }
 
-// Chapter 1's mix in 8 slots of 512 positions, blocks of 16. Positions cached per request
+// Chapter 1's mix in 8 regions of 512 positions, blocks of 16. Positions cached per request
 // (prompt + output − 1): 15 63 161 143 111 111 119 245 = 968; blocks ceil(x / 16):
 // 1 4 11 9 7 7 8 16 = 63 = 1008 positions. 256 blocks hold 4 rounds of the mix (252) and one
 // more greeting (1 block); the next request, a question, needs 4 of the 3 left.
 TEST(Ch02Utilization, ChapterOneMixIsOverNinetyFivePercentPaged) {
   UtilizationConfig c;
   c.max_seq_len = 512;
-  c.slots = 8;
+  c.regions = 8;
   c.block_size = 16;
   c.bytes_per_token = 1280;  // stories260K in fp32: 2 × 5 layers × 4 KV heads × 8 × 4 bytes
   const std::vector<CacheUtilization> r = replay_utilization(harness::mixed_length_requests(), c);
@@ -75,7 +75,7 @@ TEST(Ch02Utilization, ChapterOneMixIsOverNinetyFivePercentPaged) {
 TEST(Ch02Utilization, BlockSizeOneWastesNothing) {
   UtilizationConfig c;
   c.max_seq_len = 256;
-  c.slots = 8;
+  c.regions = 8;
   c.block_size = 1;
   const CacheUtilization paged = replay_utilization(harness::mixed_length_requests(), c)[1];
   EXPECT_EQ(paged.wasted_bytes(), 0);
@@ -91,9 +91,9 @@ TEST(Ch02Utilization, RejectsRequestsThatDoNotFit) {
   c.max_seq_len = 100;  // the long story needs 245 positions
   EXPECT_THROW(replay_utilization(harness::mixed_length_requests(), c), InvalidArgument);
   c.max_seq_len = 512;
-  c.slots = 4;  // 8 requests cannot all start in 4 naive slots
+  c.regions = 4;  // 8 requests cannot all start in 4 naive regions
   EXPECT_THROW(replay_utilization(harness::mixed_length_requests(), c), InvalidArgument);
-  c.slots = 8;
+  c.regions = 8;
   c.block_size = 0;
   EXPECT_THROW(replay_utilization(harness::mixed_length_requests(), c), InvalidArgument);
 }

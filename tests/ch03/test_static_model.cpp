@@ -1,5 +1,5 @@
 // Static batching on the real model (ModelExecutor): every request's tokens equal its solo
-// run through chapter 1's KernelBackend, in a batch of four — greedy and seeded sampling
+// run through chapter 1's NaiveDecoder, in a batch of four — greedy and seeded sampling
 // — also when the padded prefill is cut into several forward passes; and the executor really
 // computes the padding and idle rows the batcher counts.
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 /// \file
 /// \brief Helpers for the batching tests on the real model (chapters 3 and 4): small random
 /// workloads whose requests fit a short context, and each request's tokens when it runs alone
-/// through chapter 1's `KernelBackend` and `generate()` — no scheduler, no batch, no paging.
+/// through chapter 1's `NaiveDecoder` and `generate()` — no scheduler, no batch, no paging.
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/decode/naive_decoder.h"
 #include "common/engine/serve/serving_loop.h"
 #include "common/harness/workload.h"
 #include "common/generation/generate.h"
@@ -54,13 +54,13 @@ inline std::vector<engine::Request> model_workload(std::uint64_t seed, int n, in
 }
 
 /// \brief Each request's tokens (prompt + output) when it runs alone: `generate()` on a fresh
-/// `KernelBackend` (naive contiguous KV) with the request's sampling parameters, stop ids
+/// `NaiveDecoder` (naive contiguous KV) with the request's sampling parameters, stop ids
 /// and max_tokens. Indexed by request id.
 inline std::vector<std::vector<int>> solo_tokens(const engine::DeviceModel& model,
                                                  const std::vector<engine::Request>& requests,
                                                  int max_seq_len) {
   std::vector<std::vector<int>> out(requests.size());
-  engine::KernelBackend backend(model, engine::CacheMode::kNaiveCache, max_seq_len);
+  engine::NaiveDecoder backend(model, engine::CacheMode::kNaiveCache, max_seq_len);
   for (const engine::Request& r : requests) {
     GenerateOptions opt;
     opt.max_new_tokens = r.max_tokens;

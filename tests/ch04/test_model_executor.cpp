@@ -1,5 +1,5 @@
 // The real model under continuous batching (ModelExecutor over ModelRunner + PagedKVCache):
-// every request's tokens equal its solo run through chapter 1's KernelBackend — greedy and
+// every request's tokens equal its solo run through chapter 1's NaiveDecoder — greedy and
 // seeded sampling, with chunked prefill, prefix-cache hits and preemptions forced by a tiny
 // KV pool — and requests that can never fit are rejected with a reason while the rest run.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The forward pass with quantized weights through the normal engine (ModelRunner, KernelBackend):
+// The forward pass with quantized weights through the normal engine (ModelRunner, NaiveDecoder):
 // the kernels' logits match the CPU oracle run on the dequantized weights — for INT8 and INT4,
 // per-group and per-channel, symmetric and asymmetric, with and without GPTQ's act-order — in
 // a many-row prefill (the quantized GEMM) and one-row decode steps (the quantized GEMV); a
@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/decode/naive_decoder.h"
 #include "common/engine/model/quantized_device_model.h"
 #include "common/error.h"
 #include "common/model_bundle.h"
 #include "common/oracle/forward.h"
-#include "common/oracle/oracle_backend.h"
+#include "common/oracle/oracle_decoder.h"
 #include "common/quant/quant_io.h"
 #include "common/quant/quantize_model.h"
 #include "common/tolerances.h"
@@ -79,8 +79,8 @@ TEST_P(Ch05QuantizedForward, PrefillAndDecodeLogitsMatchTheOracleOnDequantizedWe
 
   // Decode: a 3-row prompt, then one row per step (the quantized GEMV at batch 3, then 1).
   const std::vector<int> decoded(tokens.begin(), tokens.begin() + 8);
-  KernelBackend kernels(device, CacheMode::kNaiveCache, 32);
-  oracle::OracleBackend oracle(reference);
+  NaiveDecoder kernels(device, CacheMode::kNaiveCache, 32);
+  oracle::OracleDecoder oracle(reference);
   const testing::StepLogits got = testing::replay(kernels, decoded, 3);
   const testing::StepLogits want = testing::replay(oracle, decoded, 3);
   ASSERT_EQ(got.size(), want.size());
@@ -108,8 +108,8 @@ TEST(Ch05QuantizedForwardFp16, MatchesTheOracleWithTheRestRoundedToFp16) {
   const DeviceModel device = make_quantized_device_model(q, DType::kF16);
   const Model reference = quantized_oracle_model(q, DType::kF16);
   const std::vector<int> tokens = test_tokens(8, q.base.config.vocab_size);
-  KernelBackend kernels(device, CacheMode::kNaiveCache, 32);
-  oracle::OracleBackend oracle(reference);
+  NaiveDecoder kernels(device, CacheMode::kNaiveCache, 32);
+  oracle::OracleDecoder oracle(reference);
   const testing::StepLogits got = testing::replay(kernels, tokens, 4);
   const testing::StepLogits want = testing::replay(oracle, tokens, 4);
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -151,7 +151,7 @@ TEST(Ch05QuantizedDeviceModel, ASavedAndReloadedFileRunsBitForBitTheSame) {
   const DeviceModel a = make_quantized_device_model(q, DType::kF32);
   const DeviceModel b = make_quantized_device_model(reloaded, DType::kF32);
   const std::vector<int> tokens = test_tokens(20, q.base.config.vocab_size);
-  KernelBackend ka(a, CacheMode::kNaiveCache, 32), kb(b, CacheMode::kNaiveCache, 32);
+  NaiveDecoder ka(a, CacheMode::kNaiveCache, 32), kb(b, CacheMode::kNaiveCache, 32);
   EXPECT_EQ(testing::replay(ka, tokens, 18), testing::replay(kb, tokens, 18));  // GEMM, then GEMV
 }
 
@@ -194,8 +194,8 @@ TEST(Ch05QuantizedGeneration, Stories260KGreedyTokensMatchTheOracle) {
   opt.max_new_tokens = 16;
   opt.sampling.temperature = 0.0f;
   const std::vector<int> prompt = b.tokenizer->encode("Once upon a time", true, false);
-  KernelBackend kernels(device, CacheMode::kNaiveCache);
-  oracle::OracleBackend oracle(reference);
+  NaiveDecoder kernels(device, CacheMode::kNaiveCache);
+  oracle::OracleDecoder oracle(reference);
   const GenerateResult got = generate(kernels, prompt, opt);
   const GenerateResult want = generate(oracle, prompt, opt);
   EXPECT_EQ(got.tokens, want.tokens) << "kernels: " << b.tokenizer->decode(got.tokens)

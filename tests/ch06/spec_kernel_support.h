@@ -10,7 +10,7 @@
 
 #include "common/engine/model/device_model.h"
 #include "chapters/ch06_speculative_decoding/draft_factory.h"
-#include "common/engine/decode/spec_paged_model.h"
+#include "common/engine/decode/paged_decoder.h"
 #include "common/eval/documents.h"
 #include "common/generation/generate.h"
 #include "common/quant/calibration.h"
@@ -21,13 +21,13 @@ namespace nanoserve::testing {
 
 /// \brief `model` in fp32 on the device behind its own paged cache of `max_seq_len` positions
 /// (0 = the model's context) with `block_size`-token blocks.
-inline std::unique_ptr<engine::SpecPagedModel> paged_model(const Model& model,
+inline std::unique_ptr<engine::PagedDecoder> paged_model(const Model& model,
                                                            int max_seq_len = 0,
                                                            int block_size = 16) {
-  engine::SpecPagedOptions o;
+  engine::PagedDecoderOptions o;
   o.max_seq_len = max_seq_len;
   o.block_size = block_size;
-  return std::make_unique<engine::SpecPagedModel>(
+  return std::make_unique<engine::PagedDecoder>(
       std::make_unique<engine::DeviceModel>(model, DType::kF32), o);
 }
 
@@ -43,7 +43,7 @@ inline GenerateResult plain_paged_generate(const Model& model, const std::vector
 inline ch06::KernelDraft kernel_draft(const Model& target, const std::string& name,
                                         const std::vector<std::vector<int>>& calibration = {},
                                         int max_seq_len = 0) {
-  engine::SpecPagedOptions o;
+  engine::PagedDecoderOptions o;
   o.max_seq_len = max_seq_len;
   return ch06::make_kernel_draft(target, ch06::parse_draft_spec(name), calibration,
                                    DType::kF32, o);

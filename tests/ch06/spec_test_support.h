@@ -14,7 +14,7 @@
 #include "common/model_bundle.h"
 #include "common/quant/quantize_model.h"
 #include "common/speculative/draft_models.h"
-#include "common/speculative/rollback_backend.h"
+#include "common/speculative/rollback_decoder.h"
 #include "test_support.h"
 
 namespace nanoserve::testing {
@@ -67,7 +67,7 @@ inline const SpecFixtureModel* stories260k() {
     m->eos = bundle.tokenizer->eos_id();
     m->prompt = bundle.tokenizer->encode("Once upon a time, there was a little dog", true, false);
     add_common_drafts(*m);
-    speculative::OracleRollbackBackend plain(m->target);
+    speculative::OracleRollbackDecoder plain(m->target);
     GenerateOptions greedy;
     greedy.max_new_tokens = 120;
     greedy.sampling.temperature = 0;
@@ -90,7 +90,7 @@ inline const SpecFixtureModel* stories260k() {
 /// \brief Plain `generate` on the oracle: the reference output.
 inline GenerateResult plain_generate(const Model& model, const std::vector<int>& prompt,
                                      const GenerateOptions& options, int capacity = 0) {
-  speculative::OracleRollbackBackend backend(model, capacity);
+  speculative::OracleRollbackDecoder backend(model, capacity);
   return generate(backend, prompt, options);
 }
 

@@ -22,7 +22,7 @@ SpecResult run(const SpecFixtureModel& m, const std::string& label, int gamma,
                const GenerateOptions& options, int capacity = 0,
                std::function<void(const SpecRound&)> on_round = {},
                const std::vector<int>* prompt = nullptr) {
-  OracleRollbackBackend target(m.target, capacity), draft(m.drafts.at(label));
+  OracleRollbackDecoder target(m.target, capacity), draft(m.drafts.at(label));
   DraftModelProposer proposer(draft, m.target.config.vocab_size);
   SpecOptions spec;
   spec.gamma = gamma;
@@ -77,7 +77,7 @@ TEST(Ch06SpecEdges, StopTokenAmongAcceptedDraftsEndsTheOutputThere) {
   const GenerateResult plain = testing::plain_generate(m.target, m.prompt, options);
   ASSERT_EQ(plain.stop, StopReason::kStopToken);
   bool stop_was_a_kept_draft = false;
-  OracleRollbackBackend target(m.target), draft(m.target);
+  OracleRollbackDecoder target(m.target), draft(m.target);
   DraftModelProposer proposer(draft, m.target.config.vocab_size);
   SpecOptions spec;
   spec.gamma = 8;
@@ -100,7 +100,7 @@ TEST(Ch06SpecEdges, DraftWithAnotherVocabularyIsRefused) {
   ModelConfig c = m.target.config;
   c.vocab_size = 256;
   const Model other = make_synthetic_model(c, 5);
-  OracleRollbackBackend target(m.target), draft(other);
+  OracleRollbackDecoder target(m.target), draft(other);
   try {
     DraftModelProposer proposer(draft, m.target.config.vocab_size);
     FAIL() << "a 256-token draft for a 512-token target was accepted";
@@ -138,7 +138,7 @@ TEST(Ch06SpecEdges, IdenticalDraftHasEveryTokenAccepted) {
 
 TEST(Ch06SpecEdges, BadArgumentsAreRefused) {
   const SpecFixtureModel& m = testing::synthetic_tiny();
-  OracleRollbackBackend target(m.target);
+  OracleRollbackDecoder target(m.target);
   NgramProposer ngram;
   SpecOptions zero;
   zero.gamma = 0;

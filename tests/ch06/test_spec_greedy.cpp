@@ -27,11 +27,11 @@ void expect_greedy_equal_for_every_proposer(const SpecFixtureModel& m, int max_n
   for (const auto& [label, draft_model] : proposers) {
     for (int gamma = 1; gamma <= 8; ++gamma) {
       SCOPED_TRACE(label + " gamma=" + std::to_string(gamma));
-      OracleRollbackBackend target(m.target);
-      std::unique_ptr<OracleRollbackBackend> draft;
+      OracleRollbackDecoder target(m.target);
+      std::unique_ptr<OracleRollbackDecoder> draft;
       std::unique_ptr<Proposer> proposer;
       if (draft_model) {
-        draft = std::make_unique<OracleRollbackBackend>(*draft_model);
+        draft = std::make_unique<OracleRollbackDecoder>(*draft_model);
         proposer = std::make_unique<DraftModelProposer>(*draft, m.target.config.vocab_size);
       } else {
         proposer = std::make_unique<NgramProposer>();
@@ -72,7 +72,7 @@ TEST(Ch06SpecGreedy, AdaptiveGammaEqualsPlainGreedyAndStaysInBounds) {
   const GenerateResult plain = testing::plain_generate(m.target, m.prompt, options);
   for (const char* label : {"identical", "layers-2", "unrelated"}) {
     SCOPED_TRACE(label);
-    OracleRollbackBackend target(m.target), draft(m.drafts.at(label));
+    OracleRollbackDecoder target(m.target), draft(m.drafts.at(label));
     DraftModelProposer proposer(draft, m.target.config.vocab_size);
     SpecOptions spec;
     spec.gamma = 2;

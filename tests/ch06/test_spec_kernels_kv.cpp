@@ -19,7 +19,7 @@
 namespace nanoserve::speculative {
 namespace {
 
-using engine::SpecPagedModel;
+using engine::PagedDecoder;
 
 int blocks_for(int positions, int block_size) { return (positions + block_size - 1) / block_size; }
 
@@ -156,7 +156,7 @@ TEST(Ch06SpecKernelsKv, ADraftWithAnotherVocabularyIsRefused) {
   ModelConfig other = m.target.config;
   other.vocab_size = 256;
   other.name = "synthetic:tiny-vocab256";
-  SpecPagedModel draft(std::make_unique<engine::DeviceModel>(make_synthetic_model(other, 5),
+  PagedDecoder draft(std::make_unique<engine::DeviceModel>(make_synthetic_model(other, 5),
                                                              DType::kF32));
   try {
     DraftModelProposer proposer(draft, m.target.config.vocab_size);

@@ -77,7 +77,7 @@ TEST(Ch06Drafts, DraftModelQRowsAreTheFilteredDraftDistributions) {
   const testing::SpecFixtureModel& m = testing::synthetic_tiny();
   const Model& draft_model = m.drafts.at("layers-1");
   const SamplingParams params{0.7f, 20, 0.9f, 0.0f, 5};
-  OracleRollbackBackend backend(draft_model);
+  OracleRollbackDecoder backend(draft_model);
   DraftModelProposer proposer(backend, m.target.config.vocab_size);
   proposer.reset();
   const Proposal p = proposer.propose(m.prompt, 3, params);

@@ -54,7 +54,7 @@ TEST(Ch06Rollback, TargetKvEqualsPlainDecodingAfterEveryVerifyStep) {
   for (const char* label : {"layers-1", "unrelated"}) {
     for (bool sampled : {false, true}) {
       SCOPED_TRACE(std::string(label) + (sampled ? " sampled" : " greedy"));
-      OracleRollbackBackend target(m.target), draft(m.drafts.at(label));
+      OracleRollbackDecoder target(m.target), draft(m.drafts.at(label));
       DraftModelProposer proposer(draft, m.target.config.vocab_size);
       PlainKv plain(m.target);
       std::vector<int> tokens = m.prompt;
@@ -81,7 +81,7 @@ TEST(Ch06Rollback, DraftForgetsRejectedGuessesAndMatchesAFreshDraft) {
   const testing::SpecFixtureModel& m = testing::synthetic_tiny();
   const Model& draft_model = m.drafts.at("layers-2");
   SamplingParams params{0.9f, 0, 1.0f, 0.0f, 3};
-  OracleRollbackBackend draft(draft_model);
+  OracleRollbackDecoder draft(draft_model);
   DraftModelProposer proposer(draft, m.target.config.vocab_size);
   proposer.reset();
   const Proposal first = proposer.propose(m.prompt, 4, params);
@@ -97,7 +97,7 @@ TEST(Ch06Rollback, DraftForgetsRejectedGuessesAndMatchesAFreshDraft) {
   context.push_back((first.tokens[1] + 1) % m.target.config.vocab_size);
   const Proposal second = proposer.propose(context, 3, params);
 
-  OracleRollbackBackend fresh_backend(draft_model);
+  OracleRollbackDecoder fresh_backend(draft_model);
   DraftModelProposer fresh(fresh_backend, m.target.config.vocab_size);
   fresh.reset();
   const Proposal want = fresh.propose(context, 3, params);
@@ -127,7 +127,7 @@ TEST(Ch06Rollback, DraftForgetsRejectedGuessesAndMatchesAFreshDraft) {
 
 TEST(Ch06Rollback, TruncateRefusesToGrowTheCache) {
   const testing::SpecFixtureModel& m = testing::synthetic_tiny();
-  OracleRollbackBackend backend(m.target);
+  OracleRollbackDecoder backend(m.target);
   backend.forward_all(m.prompt, 0);
   EXPECT_THROW(backend.truncate(int(m.prompt.size()) + 1), InvalidArgument);
   EXPECT_THROW(backend.truncate(-1), InvalidArgument);

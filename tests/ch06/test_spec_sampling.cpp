@@ -54,7 +54,7 @@ TEST(Ch06SpecSampling, JointDistributionOfTwoTokensIsTheTargets) {
   }
   for (const Model& draft_model : {eight_token_model(2), first_layers(target, 1)}) {
     SCOPED_TRACE(draft_model.config.name);
-    OracleRollbackBackend t(target), d(draft_model);
+    OracleRollbackDecoder t(target), d(draft_model);
     DraftModelProposer proposer(d, 8);
     SpecOptions spec;
     spec.gamma = 2;  // with 3 tokens to make, both judged tokens come from the rule
@@ -89,7 +89,7 @@ TEST(Ch06SpecSampling, DecisionAtAPositionDoesNotDependOnGamma) {
   // The token emitted at position L comes from draws keyed by (seed, L) only: verifying the
   // first draft alone or together with two more must give the same verdict and token.
   const testing::SpecFixtureModel& m = testing::synthetic_tiny();
-  OracleRollbackBackend draft(m.drafts.at("unrelated")), target(m.target);
+  OracleRollbackDecoder draft(m.drafts.at("unrelated")), target(m.target);
   DraftModelProposer proposer(draft, m.target.config.vocab_size);
   const int L = int(m.prompt.size());
   int rejections = 0;
@@ -118,7 +118,7 @@ TEST(Ch06SpecSampling, SameSeedSameTokens) {
   options.max_new_tokens = 30;
   options.sampling = SamplingParams{0.9f, 0, 0.95f, 0.0f, 77};
   auto once = [&](uint64_t seed) {
-    OracleRollbackBackend target(m.target), draft(m.drafts.at("layers-2"));
+    OracleRollbackDecoder target(m.target), draft(m.drafts.at("layers-2"));
     DraftModelProposer proposer(draft, 512);
     GenerateOptions o = options;
     o.sampling.seed = seed;

@@ -3,16 +3,16 @@
 #include "common/error.h"
 #include "common/generation/generate.h"
 #include "common/loaders/synthetic_model.h"
-#include "common/oracle/oracle_backend.h"
+#include "common/oracle/oracle_decoder.h"
 
 namespace nanoserve {
 namespace {
 
 // A backend whose logits always favour `(last token + 1) % vocab`, recording every call, so
 // the loop's bookkeeping (positions, stop rules) can be checked exactly.
-class CountingBackend final : public DecodeBackend {
+class CountingDecoder final : public Decoder {
  public:
-  CountingBackend(int vocab, int context) : vocab_(vocab), context_(context) {}
+  CountingDecoder(int vocab, int context) : vocab_(vocab), context_(context) {}
   void reset() override { calls.clear(); }
   std::vector<float> forward(const std::vector<int>& tokens, int start_pos) override {
     calls.push_back({tokens, start_pos});
@@ -42,7 +42,7 @@ GenerateOptions greedy(int n) {
 }
 
 TEST(Generate, PrefillsOnceThenFeedsEachTokenBackAtItsPosition) {
-  CountingBackend b(16, 64);
+  CountingDecoder b(16, 64);
   const GenerateResult r = generate(b, {1, 5, 6}, greedy(3));
   EXPECT_EQ(r.tokens, (std::vector<int>{1, 5, 6, 7, 8, 9}));
   EXPECT_EQ(r.prompt_tokens, 3);
@@ -57,7 +57,7 @@ TEST(Generate, PrefillsOnceThenFeedsEachTokenBackAtItsPosition) {
 }
 
 TEST(Generate, StopsAtAStopTokenAndKeepsIt) {
-  CountingBackend b(16, 64);
+  CountingDecoder b(16, 64);
   GenerateOptions o = greedy(10);
   o.stop_tokens = {9};
   const GenerateResult r = generate(b, {1, 7}, o);
@@ -66,7 +66,7 @@ TEST(Generate, StopsAtAStopTokenAndKeepsIt) {
 }
 
 TEST(Generate, StopsWhenTheContextIsFull) {
-  CountingBackend b(16, 5);
+  CountingDecoder b(16, 5);
   const GenerateResult r = generate(b, {1, 2}, greedy(100));
   EXPECT_EQ(r.tokens.size(), 5u);  // positions 0..4: the context, exactly
   EXPECT_EQ(r.stop, StopReason::kContext);
@@ -74,19 +74,19 @@ TEST(Generate, StopsWhenTheContextIsFull) {
 }
 
 TEST(Generate, ZeroStepsReturnsThePromptWithoutRunningTheModel) {
-  CountingBackend b(16, 64);
+  CountingDecoder b(16, 64);
   const GenerateResult r = generate(b, {1, 2, 3}, greedy(0));
   EXPECT_EQ(r.tokens, (std::vector<int>{1, 2, 3}));
   EXPECT_TRUE(b.calls.empty());
 }
 
 TEST(Generate, APromptThatIsOnlyBosGenerates) {
-  CountingBackend b(16, 64);
+  CountingDecoder b(16, 64);
   EXPECT_EQ(generate(b, {1}, greedy(2)).tokens, (std::vector<int>{1, 2, 3}));
 }
 
 TEST(Generate, RejectsEmptyTooLongAndOutOfVocabularyPrompts) {
-  CountingBackend b(16, 4);
+  CountingDecoder b(16, 4);
   EXPECT_THROW(generate(b, {}, greedy(1)), InvalidArgument);
   EXPECT_THROW(generate(b, {1, 2, 3, 4, 5}, greedy(1)), InvalidArgument);
   EXPECT_THROW(generate(b, {1, 16}, greedy(1)), InvalidArgument);
@@ -98,7 +98,7 @@ TEST(Generate, RejectsEmptyTooLongAndOutOfVocabularyPrompts) {
 
 TEST(Generate, SeededSamplingIsReproducibleAndSeedDependent) {
   const Model m = make_synthetic_model("synthetic:tiny");
-  oracle::OracleBackend b(m);
+  oracle::OracleDecoder b(m);
   GenerateOptions o;
   o.max_new_tokens = 24;
   o.sampling.temperature = 1.0f;
@@ -110,7 +110,7 @@ TEST(Generate, SeededSamplingIsReproducibleAndSeedDependent) {
 }
 
 TEST(Generate, StreamsEveryGeneratedTokenInOrder) {
-  CountingBackend b(16, 64);
+  CountingDecoder b(16, 64);
   GenerateOptions o = greedy(4);
   std::vector<int> streamed;
   o.on_token = [&](int t) { streamed.push_back(t); };

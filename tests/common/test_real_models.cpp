@@ -11,7 +11,7 @@
 #include "common/eval/perplexity.h"
 #include "common/generation/generate.h"
 #include "common/model_bundle.h"
-#include "common/oracle/oracle_backend.h"
+#include "common/oracle/oracle_decoder.h"
 #include "reference_story.h"
 #include "test_support.h"
 
@@ -22,7 +22,7 @@ namespace {
 constexpr const char* kReferenceStoryStart = testing::kStories260KReferenceStoryStart;
 
 GenerateResult greedy_from_bos(const ModelBundle& b, int steps) {
-  oracle::OracleBackend backend(b.model);
+  oracle::OracleDecoder backend(b.model);
   GenerateOptions opt;
   opt.max_new_tokens = steps;
   opt.sampling.temperature = 0.0f;

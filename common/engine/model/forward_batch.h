@@ -11,7 +11,7 @@
 ///
 /// Chapter 1 always has one chunk (a prompt, or one decode position); chapter 4's continuous
 /// batching mixes prefill chunks and decodes of many sequences in one batch. The layer loop
-/// treats rows independently except in attention, where the `AttentionBackend` uses the chunks.
+/// treats rows independently except in attention, where the `DeviceKVCache` uses the chunks.
 
 #include <cstdint>
 #include <vector>

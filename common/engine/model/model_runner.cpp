@@ -51,7 +51,7 @@ std::int64_t ModelRunner::activation_bytes() const {
   return total + static_cast<std::int64_t>(tokens_.bytes() + positions_.bytes());
 }
 
-void ModelRunner::check_layout(const AttentionBackend& attention) const {
+void ModelRunner::check_layout(const DeviceKVCache& attention) const {
   const ModelConfig& c = model_.config();
   const KVLayout l = attention.layout();
   if (l.n_layers != c.n_layers || l.n_kv_heads != c.n_kv_heads || l.head_dim != c.head_dim) {
@@ -63,7 +63,7 @@ void ModelRunner::check_layout(const AttentionBackend& attention) const {
   }
 }
 
-std::vector<float> ModelRunner::forward(const ForwardBatch& batch, AttentionBackend& attention) {
+std::vector<float> ModelRunner::forward(const ForwardBatch& batch, DeviceKVCache& attention) {
   const ModelConfig& c = model_.config();
   batch.validate(c.vocab_size);
   check_layout(attention);

@@ -20,12 +20,12 @@
 ///     for the wanted rows only: logits = rmsnorm(x, final_norm) Wclsᵀ    (rows, vocab)
 ///
 /// The same meaning as `oracle::forward_prompt`, step for step. Where keys and values live and
-/// which attention kernel reads them is the `AttentionBackend`'s business.
+/// which attention kernel reads them is the `DeviceKVCache`'s business.
 
 #include <cstdint>
 #include <vector>
 
-#include "common/engine/model/attention_backend.h"
+#include "common/engine/model/device_kv_cache.h"
 #include "common/engine/model/device_model.h"
 #include "common/engine/model/forward_batch.h"
 
@@ -49,7 +49,7 @@ class ModelRunner {
   /// `ForwardBatch::validate`, has more rows than `max_tokens_per_step` or more logit rows than
   /// `max_logit_rows`, or that `attention` refuses; and for a cache whose layout does not fit
   /// the model.
-  std::vector<float> forward(const ForwardBatch& batch, AttentionBackend& attention);
+  std::vector<float> forward(const ForwardBatch& batch, DeviceKVCache& attention);
 
   /// \brief The device logits of the last pass, (logit rows, vocab) fp32 (for device sampling).
   const float* device_logits() const { return logits_.get(); }
@@ -61,7 +61,7 @@ class ModelRunner {
   std::int64_t activation_bytes() const;
 
  private:
-  void check_layout(const AttentionBackend& attention) const;
+  void check_layout(const DeviceKVCache& attention) const;
   void final_logits(const ForwardBatch& batch);
 
   const DeviceModel& model_;

@@ -10,32 +10,32 @@
 
 namespace nanoserve::engine {
 
-NaiveKVCache::NaiveKVCache(const ModelConfig& config, DType dtype, int max_seq_len, int num_slots)
+NaiveKVCache::NaiveKVCache(const ModelConfig& config, DType dtype, int max_seq_len, int num_regions)
     : n_heads_(config.n_heads),
       layout_{config.n_layers, config.n_kv_heads, config.head_dim, dtype},
-      slots_(num_slots, checked_cache_context(config, max_seq_len, "NaiveKVCache"),
+      regions_(num_regions, checked_cache_context(config, max_seq_len, "NaiveKVCache"),
              config.kv_bytes_per_token(dtype_bytes(dtype))) {
   // K and V are each half of a position's bytes.
-  const std::size_t half = static_cast<std::size_t>(slots_.capacity_bytes() / 2);
+  const std::size_t half = static_cast<std::size_t>(regions_.capacity_bytes() / 2);
   k_ = DeviceBuffer<unsigned char>(half);
   v_ = DeviceBuffer<unsigned char>(half);
   const std::size_t ws = attention_decode_workspace_floats(1, config.n_heads, config.head_dim,
-                                                           slots_.max_seq_len());
+                                                           regions_.max_seq_len());
   if (ws > 0) workspace_ = DeviceBuffer<float>(ws);
-  lens_ = DeviceBuffer<int>(static_cast<std::size_t>(num_slots));
+  lens_ = DeviceBuffer<int>(static_cast<std::size_t>(num_regions));
 }
 
-std::int64_t NaiveKVCache::region_row(int slot, int layer) const {
-  return (std::int64_t(slot) * layout_.n_layers + layer) * slots_.max_seq_len();
+std::int64_t NaiveKVCache::region_row(int region, int layer) const {
+  return (std::int64_t(region) * layout_.n_layers + layer) * regions_.max_seq_len();
 }
 
 void NaiveKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream) {
   // Check every chunk before recording any, so a refused batch leaves the cache as it was.
   std::vector<int> seen;
   for (const SequenceChunk& c : batch.chunks) {
-    slots_.check_write(c.seq, c.start_pos, c.num_tokens);
+    regions_.check_write(c.seq, c.start_pos, c.num_tokens);
     if (std::find(seen.begin(), seen.end(), c.seq) != seen.end()) {
-      throw InvalidArgument("NaiveKVCache: slot " + std::to_string(c.seq) +
+      throw InvalidArgument("NaiveKVCache: region " + std::to_string(c.seq) +
                             " appears in two chunks of one batch");
     }
     seen.push_back(c.seq);
@@ -47,7 +47,7 @@ void NaiveKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream)
       host_mapping_.push_back(static_cast<int>(region_row(c.seq, 0) + c.start_pos + i));
     }
     host_lens_.push_back(c.start_pos + c.num_tokens);
-    slots_.write(c.seq, c.start_pos, c.num_tokens);
+    regions_.write(c.seq, c.start_pos, c.num_tokens);
   }
   if (slot_mapping_.size() < host_mapping_.size()) {
     slot_mapping_ = DeviceBuffer<int>(host_mapping_.size());
@@ -62,10 +62,10 @@ void NaiveKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream)
 
 void NaiveKVCache::append_kv(int layer, const float* k, const float* v, cudaStream_t stream) {
   const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
-  // The mapping counts rows from layer 0 of slot 0; shift the base to layer `layer` instead.
+  // The mapping counts rows from layer 0 of region 0; shift the base to layer `layer` instead.
   const std::int64_t base_row = region_row(0, layer);
   const std::int64_t rows_after_base =
-      std::int64_t(slots_.num_slots()) * layout_.n_layers * slots_.max_seq_len() - base_row;
+      std::int64_t(regions_.num_regions()) * layout_.n_layers * regions_.max_seq_len() - base_row;
   dispatch_dtype(layout_.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* k_base = reinterpret_cast<T*>(k_.get()) + base_row * kv_dim;
@@ -79,7 +79,7 @@ void NaiveKVCache::attend(int layer, const float* q, float* out, cudaStream_t st
   const AttentionHeads heads{n_heads_, layout_.n_kv_heads, layout_.head_dim};
   const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
   const int q_dim = n_heads_ * layout_.head_dim;
-  const int max_len = slots_.max_seq_len();
+  const int max_len = regions_.max_seq_len();
   dispatch_dtype(layout_.dtype, [&](auto tag) {
     using T = decltype(tag);
     int row = 0;
@@ -103,16 +103,16 @@ void NaiveKVCache::attend(int layer, const float* q, float* out, cudaStream_t st
   });
 }
 
-std::vector<float> NaiveKVCache::to_host(int slot, int layer, bool values) const {
+std::vector<float> NaiveKVCache::to_host(int region, int layer, bool values) const {
   const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
-  const std::size_t n = static_cast<std::size_t>(slots_.length(slot)) * kv_dim;
+  const std::size_t n = static_cast<std::size_t>(regions_.length(region)) * kv_dim;
   const unsigned char* base = values ? v_.get() : k_.get();
   return dispatch_dtype(layout_.dtype, [&](auto tag) {
     using T = decltype(tag);
     std::vector<T> raw(n);
     if (n > 0) {
       CUDA_CHECK(cudaMemcpy(raw.data(),
-                            reinterpret_cast<const T*>(base) + region_row(slot, layer) * kv_dim,
+                            reinterpret_cast<const T*>(base) + region_row(region, layer) * kv_dim,
                             n * sizeof(T), cudaMemcpyDeviceToHost));
     }
     std::vector<float> out(n);

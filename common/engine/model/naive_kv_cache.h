@@ -5,66 +5,66 @@
 /// (Hugging Face's static cache, FasterTransformer) — simple, fast to index, and wasteful:
 /// the waste is what chapter 2's paged cache removes.
 ///
-/// Memory, for K and for V, one device allocation for `num_slots` requests:
+/// Memory, for K and for V, one device allocation for `num_regions` requests:
 ///
-///     (num_slots, n_layers, max_seq_len, n_kv_heads, head_dim)
-///      └ slot s: one request's region (n_layers, max_seq_len, n_kv_heads, head_dim),
+///     (num_regions, n_layers, max_seq_len, n_kv_heads, head_dim)
+///      └ region s: one request's region (n_layers, max_seq_len, n_kv_heads, head_dim),
 ///        reserved in full by allocate(), returned by free()
 ///
-///     slot s, layer l:   [ p0 p1 p2 … p(len-1) | ……… reserved, never used ……… ]
+///     region s, layer l:   [ p0 p1 p2 … p(len-1) | ……… reserved, never used ……… ]
 ///                          used (length(s))      max_seq_len - length(s) rows wasted
 ///
-/// Key of position p, head g, in slot s, layer l:
+/// Key of position p, head g, in region s, layer l:
 /// `k[(((s * n_layers + l) * max_seq_len + p) * n_kv_heads + g) * head_dim + …]`.
 /// Counted in rows of kv_dim = n_kv_heads × head_dim values, that is row
 /// `(s * n_layers + l) * max_seq_len + p` — the "slot mapping" `launch_kv_append` writes by.
-/// Which slots are taken and how full they are is kept by a `KVSlotTable`.
+/// Which regions are taken and how full they are is kept by a `KVRegionTable`.
 
 #include <cstdint>
 #include <vector>
 
-#include "common/engine/model/attention_backend.h"
-#include "common/engine/kv/kv_slot_table.h"
+#include "common/engine/model/device_kv_cache.h"
+#include "common/engine/kv/kv_region_table.h"
 #include "common/model_config.h"
 #include "kernels/device_buffer.h"
 
 namespace nanoserve::engine {
 
 /// \brief Contiguous per-request KV storage with reserved-versus-used accounting, and the
-/// attention kernels that read it (`AttentionBackend`).
-class NaiveKVCache final : public AttentionBackend {
+/// attention kernels that read it (`DeviceKVCache`).
+class NaiveKVCache final : public DeviceKVCache {
  public:
-  /// \brief Allocates K and V for `num_slots` requests of up to `max_seq_len` positions each
+  /// \brief Allocates K and V for `num_regions` requests of up to `max_seq_len` positions each
   /// (`max_seq_len` 0 = the model's context) in storage type `dtype`. Throws `InvalidArgument`
-  /// for a `max_seq_len` outside [1, config.max_seq_len] or `num_slots < 1`, `CudaError` when
+  /// for a `max_seq_len` outside [1, config.max_seq_len] or `num_regions < 1`, `CudaError` when
   /// the device is full.
-  NaiveKVCache(const ModelConfig& config, DType dtype, int max_seq_len = 0, int num_slots = 1);
+  NaiveKVCache(const ModelConfig& config, DType dtype, int max_seq_len = 0, int num_regions = 1);
 
-  /// @name Request lifecycle (see KVSlotTable)
+  /// @name Request lifecycle (see KVRegionTable)
   /// @{
 
-  /// \brief True when a slot is free.
-  bool can_allocate() const { return slots_.can_allocate(); }
-  /// \brief Reserves the lowest free slot — its whole region — for a new request at length 0.
-  int allocate() { return slots_.allocate(); }
-  /// \brief Returns `slot` to the free list.
-  void free(int slot) { slots_.free(slot); }
-  /// \brief Forgets positions `length ..` of `slot` (0 restarts the request in place).
-  void truncate(int slot, int length) { slots_.truncate(slot, length); }
-  /// \brief Positions cached in `slot` (the next position it will write).
-  int length(int slot) const { return slots_.length(slot); }
-  /// \brief The slot bookkeeping and reserved/used accounting.
-  const KVSlotTable& slots() const { return slots_; }
+  /// \brief True when a region is free.
+  bool can_allocate() const { return regions_.can_allocate(); }
+  /// \brief Reserves the lowest free region — its whole region — for a new request at length 0.
+  int allocate() { return regions_.allocate(); }
+  /// \brief Returns `region` to the free list.
+  void free(int region) { regions_.free(region); }
+  /// \brief Forgets positions `length ..` of `region` (0 restarts the request in place).
+  void truncate(int region, int length) { regions_.truncate(region, length); }
+  /// \brief Positions cached in `region` (the next position it will write).
+  int length(int region) const { return regions_.length(region); }
+  /// \brief The region bookkeeping and reserved/used accounting.
+  const KVRegionTable& regions() const { return regions_; }
   /// @}
 
-  /// @name AttentionBackend
+  /// @name DeviceKVCache
   /// @{
 
   /// \brief Layers, heads, head width and storage type of the cache.
   KVLayout layout() const override { return layout_; }
-  /// \brief Positions per slot.
-  int max_seq_len() const override { return slots_.max_seq_len(); }
-  /// \brief Checks each chunk (`seq` is an allocated slot, used once, continuing its cached
+  /// \brief Positions per region.
+  int max_seq_len() const override { return regions_.max_seq_len(); }
+  /// \brief Checks each chunk (`seq` is an allocated region, used once, continuing its cached
   /// prefix, fitting in `max_seq_len`), records the new lengths (an earlier `start_pos` rolls
   /// the tail back) and uploads the slot mapping and attention lengths.
   void begin_forward(const ForwardBatch& batch, cudaStream_t stream) override;
@@ -74,17 +74,17 @@ class NaiveKVCache final : public AttentionBackend {
   void attend(int layer, const float* q, float* out, cudaStream_t stream) override;
   /// @}
 
-  /// \brief The cached keys (`values == false`) or values of `slot`, `layer`, positions
+  /// \brief The cached keys (`values == false`) or values of `region`, `layer`, positions
   /// 0 .. length-1, widened to fp32: (length, n_kv_heads, head_dim). For tests.
-  std::vector<float> to_host(int slot, int layer, bool values) const;
+  std::vector<float> to_host(int region, int layer, bool values) const;
 
  private:
-  std::int64_t region_row(int slot, int layer) const;  // first kv row of (slot, layer)
+  std::int64_t region_row(int region, int layer) const;  // first kv row of (region, layer)
 
   int n_heads_;
   KVLayout layout_;
-  KVSlotTable slots_;
-  DeviceBuffer<unsigned char> k_;   // (num_slots, n_layers, max_seq_len, kv_dim) in dtype
+  KVRegionTable regions_;
+  DeviceBuffer<unsigned char> k_;   // (num_regions, n_layers, max_seq_len, kv_dim) in dtype
   DeviceBuffer<unsigned char> v_;   // same
   DeviceBuffer<float> workspace_;   // split-K scratch of decode attention (one sequence)
   // Per forward pass:
@@ -93,7 +93,7 @@ class NaiveKVCache final : public AttentionBackend {
   std::vector<int> host_mapping_;      // (T) sources of the asynchronous uploads, kept alive
   std::vector<int> host_lens_;         // (chunks)
   DeviceBuffer<int> slot_mapping_;     // (>= T) kv row of every input row, from layer 0's base
-  DeviceBuffer<int> lens_;             // (num_slots) keys each chunk's last row attends to
+  DeviceBuffer<int> lens_;             // (num_regions) keys each chunk's last row attends to
 };
 
 }  // namespace nanoserve::engine

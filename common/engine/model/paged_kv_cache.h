@@ -2,7 +2,7 @@
 /// \file
 /// \brief `PagedKVCache`: the device side of chapter 2's paged KV cache — one pool of
 /// fixed-size KV blocks per layer, addressed through the block tables a `KVCacheManager`
-/// keeps on the host, and the PagedAttention kernels that read it (`AttentionBackend`).
+/// keeps on the host, and the PagedAttention kernels that read it (`DeviceKVCache`).
 ///
 /// Host and device split the work the way an OS and its MMU do:
 ///
@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/engine/model/attention_backend.h"
+#include "common/engine/model/device_kv_cache.h"
 #include "common/engine/kv/kv_cache_manager.h"
 #include "common/model_config.h"
 #include "kernels/device_buffer.h"
@@ -34,7 +34,7 @@
 namespace nanoserve::engine {
 
 /// \brief Paged K/V pools on the device for the sequences of a `KVCacheManager`.
-class PagedKVCache final : public AttentionBackend {
+class PagedKVCache final : public DeviceKVCache {
  public:
   /// \brief Allocates pools matching `manager`'s block count and size (which must outlive
   /// this) in storage type `dtype`; sequences may hold up to `max_seq_len` positions (0 = the
@@ -44,7 +44,7 @@ class PagedKVCache final : public AttentionBackend {
   PagedKVCache(const ModelConfig& config, DType dtype, const KVCacheManager& manager,
                int max_seq_len = 0);
 
-  /// @name AttentionBackend
+  /// @name DeviceKVCache
   /// @{
   /// \brief Layers, heads, head width and storage type of the pools.
   KVLayout layout() const override { return layout_; }

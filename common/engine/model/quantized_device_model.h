@@ -2,7 +2,7 @@
 /// \file
 /// \brief Chapter 5 on the device: a weight-only quantized linear layer behind the
 /// `DeviceLinear` seam, and a `DeviceModel` built from a `quant::QuantizedModel` — so the
-/// normal `ModelRunner`, `KernelBackend` and `generate()` run W8A16 / W4A16 unchanged.
+/// normal `ModelRunner`, `NaiveDecoder` and `generate()` run W8A16 / W4A16 unchanged.
 ///
 /// What reaches the device, per linear layer (the arrays of `quant::QuantizedLinear`, uploaded
 /// byte for byte; the kernels see them through `QuantizedWeightView`, kernels/qlinear_common.cuh):
@@ -70,7 +70,7 @@ class QuantizedDeviceLinear final : public DeviceLinear {
 
 /// \brief The device form of `q`: every block's seven linears as `QuantizedDeviceLinear`, the
 /// embedding, norms and classifier (fp32 in `q`) rounded to `dtype`, which is also the storage
-/// type a `KernelBackend` gives the KV cache. Validates `q` first (`QuantizedModel::validate`,
+/// type a `NaiveDecoder` gives the KV cache. Validates `q` first (`QuantizedModel::validate`,
 /// `LoadError` naming the tensor).
 DeviceModel make_quantized_device_model(const quant::QuantizedModel& q, DType dtype);
 

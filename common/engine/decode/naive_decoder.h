@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// \brief `KernelBackend`: the kernel-based forward (`ModelRunner` + `NaiveKVCache`) as a
-/// `DecodeBackend`, so `generate()` runs on the GPU (or the simulator) exactly as it runs on
+/// \brief `NaiveDecoder`: the kernel-based forward (`ModelRunner` + `NaiveKVCache`) as a
+/// `Decoder`, so `generate()` runs on the GPU (or the simulator) exactly as it runs on
 /// the oracle — in chapter 1's two modes:
 ///
 ///     no-cache     every step recomputes the whole sequence: a prefill of all n tokens, of
@@ -22,7 +22,7 @@
 
 namespace nanoserve::engine {
 
-/// \brief How a `KernelBackend` treats the keys and values of earlier positions.
+/// \brief How a `NaiveDecoder` treats the keys and values of earlier positions.
 enum class CacheMode {
   kNoCache,     ///< recompute the whole prefix every step
   kNaiveCache,  ///< keep them in a contiguous `NaiveKVCache`
@@ -33,23 +33,23 @@ const char* to_string(CacheMode mode);
 /// \brief Parses "no-cache" / "naive-cache"; throws `InvalidArgument` naming the value otherwise.
 CacheMode parse_cache_mode(const std::string& name);
 
-/// \brief One sequence decoded through the kernels. Holds one slot of a `NaiveKVCache` for
+/// \brief One sequence decoded through the kernels. Holds one region of a `NaiveKVCache` for
 /// its whole life (the naive cache's reservation): taken when constructed, returned when
 /// destroyed.
-class KernelBackend final : public DecodeBackend {
+class NaiveDecoder final : public Decoder {
  public:
-  /// \brief A self-contained backend: its own runner and a one-slot cache of `max_seq_len`
+  /// \brief A self-contained decoder: its own runner and a one-region cache of `max_seq_len`
   /// positions (0 = the model's context) in the model's storage type.
-  KernelBackend(const DeviceModel& model, CacheMode mode, int max_seq_len = 0);
-  /// \brief A backend sharing `runner` and `cache` with others (several requests, each in its
-  /// own slot of `cache`; both must outlive it). Throws `InvalidArgument` when `cache` has no
-  /// free slot.
-  KernelBackend(ModelRunner& runner, NaiveKVCache& cache, CacheMode mode);
-  ~KernelBackend() override;
-  KernelBackend(const KernelBackend&) = delete;
-  KernelBackend& operator=(const KernelBackend&) = delete;
+  NaiveDecoder(const DeviceModel& model, CacheMode mode, int max_seq_len = 0);
+  /// \brief A decoder sharing `runner` and `cache` with others (several requests, each in its
+  /// own region of `cache`; both must outlive it). Throws `InvalidArgument` when `cache` has no
+  /// free region.
+  NaiveDecoder(ModelRunner& runner, NaiveKVCache& cache, CacheMode mode);
+  ~NaiveDecoder() override;
+  NaiveDecoder(const NaiveDecoder&) = delete;
+  NaiveDecoder& operator=(const NaiveDecoder&) = delete;
 
-  /// \brief Forgets the sequence (its slot stays reserved, at length 0).
+  /// \brief Forgets the sequence (its region stays reserved, at length 0).
   void reset() override;
   /// \brief Logits (vocab) after `tokens` placed at `start_pos ..`. Prompts longer than the
   /// runner's `max_tokens_per_step` run in several chunks. Throws `InvalidArgument` when the
@@ -57,16 +57,16 @@ class KernelBackend final : public DecodeBackend {
   std::vector<float> forward(const std::vector<int>& tokens, int start_pos) override;
   /// \brief The model's vocabulary size.
   int vocab_size() const override;
-  /// \brief Positions the cache slot holds.
+  /// \brief Positions the cache region holds.
   int max_seq_len() const override { return cache_->max_seq_len(); }
   /// \brief e.g. "CPU simulator (…) · kernels, fp16 weights, naive-cache".
   std::string device_name() const override;
 
   /// \brief The mode it runs in.
   CacheMode mode() const { return mode_; }
-  /// \brief The cache slot it holds.
-  int slot() const { return slot_; }
-  /// \brief The cache its slot lives in (reserved/used accounting).
+  /// \brief The cache region it holds.
+  int region() const { return region_; }
+  /// \brief The cache its region lives in (reserved/used accounting).
   const NaiveKVCache& cache() const { return *cache_; }
   /// \brief Token rows pushed through the model since construction (the work: no-cache
   /// recomputes every prefix, naive-cache computes each position once).
@@ -78,12 +78,12 @@ class KernelBackend final : public DecodeBackend {
   ModelRunner* runner_;
   NaiveKVCache* cache_;
   CacheMode mode_;
-  int slot_;
+  int region_;
   std::vector<int> history_;  // no-cache: every token of the sequence so far
   std::int64_t rows_computed_ = 0;
 };
 
-/// \brief The logits of every position of a fresh sequence through `runner` and a slot of
+/// \brief The logits of every position of a fresh sequence through `runner` and a region of
 /// `cache` (taken and returned per call): the kernel path as an `eval::LogitsFn`, for
 /// `nanoserve eval --device gpu` and position-by-position checks against the oracle. Sequences
 /// longer than the runner's rows run in chunks over the cache. Both must outlive the function.

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// \brief The CPU oracle as a `DecodeBackend`: `nanoserve generate --device cpu`, and the
-/// reference every kernel-based backend is compared with.
+/// \brief The CPU oracle as a `Decoder`: `nanoserve generate --device cpu`, and the
+/// reference every kernel-based decoder is compared with.
 
 #include "common/generation/generate.h"
 #include "common/model.h"
@@ -10,10 +10,10 @@
 namespace nanoserve::oracle {
 
 /// \brief Runs `oracle::forward_prompt` over a contiguous `KVStore` of the model's context.
-class OracleBackend final : public DecodeBackend {
+class OracleDecoder final : public Decoder {
  public:
-  /// \brief Keeps a reference to `model` (which must outlive the backend).
-  explicit OracleBackend(const Model& model);
+  /// \brief Keeps a reference to `model` (which must outlive the decoder).
+  explicit OracleDecoder(const Model& model);
   /// \brief Empties the KV store.
   void reset() override;
   /// \brief Logits (vocab) after `tokens` placed at `start_pos ..`.

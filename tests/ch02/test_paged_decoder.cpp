@@ -1,4 +1,4 @@
-// PagedBackend / PagedKVCache: the kernel forward over paged KV equals chapter 1's naive
+// PagedDecoder / PagedKVCache: the kernel forward over paged KV equals chapter 1's naive
 // cache — greedy tokens identical, logits within fp32 tolerance of the oracle — with small
 // blocks, shuffled physical blocks, prefix-cache hits, rollback, and on stories260K.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "common/engine/decode/kernel_backend.h"
-#include "common/engine/decode/paged_backend.h"
+#include "common/engine/decode/naive_decoder.h"
+#include "common/engine/decode/paged_decoder.h"
 #include "common/error.h"
 #include "common/model_bundle.h"
 #include "common/oracle/forward.h"
@@ -40,7 +40,7 @@ void shuffle_free_blocks(engine::KVCacheManager& manager, unsigned seed) {
   for (std::int64_t id : ids) manager.free(id);
 }
 
-class Ch02PagedBackend : public ::testing::Test {
+class Ch02PagedDecoder : public ::testing::Test {
  protected:
   void SetUp() override {
     NANOSERVE_REQUIRE_DEVICE();
@@ -56,15 +56,15 @@ class Ch02PagedBackend : public ::testing::Test {
   std::unique_ptr<DeviceModel> device_;
 };
 
-TEST_F(Ch02PagedBackend, GreedyTokensEqualTheNaiveCacheWithShuffledBlocks) {
-  KernelBackend naive(*device_, CacheMode::kNaiveCache, 128);
+TEST_F(Ch02PagedDecoder, GreedyTokensEqualTheNaiveCacheWithShuffledBlocks) {
+  NaiveDecoder naive(*device_, CacheMode::kNaiveCache, 128);
   const GenerateResult want = greedy(naive, prompt(21), 24);
   for (int block_size : {1, 4, 16}) {
     engine::KVCacheManager manager(256, block_size, false);
     shuffle_free_blocks(manager, 7u + unsigned(block_size));
     PagedKVCache cache(model_.config, DType::kF32, manager, 128);
     ModelRunner runner(*device_, {8, 8});  // the 21-token prompt runs in chunks of 8, 8 and 5
-    PagedBackend paged(runner, manager, cache, 1);
+    PagedDecoder paged(runner, manager, cache, 1);
     const GenerateResult got = greedy(paged, prompt(21), 24);
     EXPECT_EQ(got.tokens, want.tokens) << "block size " << block_size;
     const std::vector<int>& ids = manager.block_table(1).block_ids();
@@ -73,12 +73,12 @@ TEST_F(Ch02PagedBackend, GreedyTokensEqualTheNaiveCacheWithShuffledBlocks) {
   }
 }
 
-TEST_F(Ch02PagedBackend, AllPositionLogitsMatchTheOracleAcrossBlockBoundaries) {
+TEST_F(Ch02PagedDecoder, AllPositionLogitsMatchTheOracleAcrossBlockBoundaries) {
   engine::KVCacheManager manager(64, 4, false);
   shuffle_free_blocks(manager, 3);
   PagedKVCache cache(model_.config, DType::kF32, manager, 64);
   ModelRunner runner(*device_, {17, 17});
-  PagedBackend paged(runner, manager, cache, 5);
+  PagedDecoder paged(runner, manager, cache, 5);
   const std::vector<int> tokens = prompt(33);
   // 17 rows (a prefill crossing 4 block boundaries), then decode-sized pieces of 1 and 3.
   std::vector<float> got = paged.forward_all({tokens.begin(), tokens.begin() + 17}, 0);
@@ -93,30 +93,30 @@ TEST_F(Ch02PagedBackend, AllPositionLogitsMatchTheOracleAcrossBlockBoundaries) {
                         "33 positions, block size 4");
 }
 
-TEST_F(Ch02PagedBackend, APrefixCacheHitSkipsWorkAndChangesNoToken) {
+TEST_F(Ch02PagedDecoder, APrefixCacheHitSkipsWorkAndChangesNoToken) {
   engine::KVCacheManager manager(128, 4, true);
   PagedKVCache cache(model_.config, DType::kF32, manager, 128);
   ModelRunner runner(*device_, {64, 1});
-  PagedBackend first(runner, manager, cache, 1);
+  PagedDecoder first(runner, manager, cache, 1);
   const GenerateResult a = greedy(first, prompt(30), 12);
   first.reset();  // its full blocks stay in the prefix cache
-  PagedBackend second(runner, manager, cache, 2);
+  PagedDecoder second(runner, manager, cache, 2);
   const GenerateResult b = greedy(second, prompt(30), 12);
   EXPECT_EQ(b.tokens, a.tokens);
   EXPECT_EQ(second.rows_cached(), 28);  // 7 full blocks of the 30-token prompt
   EXPECT_EQ(second.rows_computed(), 2 + 11);  // the prompt's last 2 tokens, then 11 decodes
   EXPECT_EQ(manager.check_invariants(), "");
   // forward_all cannot return logits of rows it did not compute.
-  PagedBackend third(runner, manager, cache, 3);
+  PagedDecoder third(runner, manager, cache, 3);
   EXPECT_THROW(third.forward_all(prompt(30), 0), InvalidArgument);
   EXPECT_FALSE(manager.contains(3));
 }
 
-TEST_F(Ch02PagedBackend, RollbackThenRecomputeEqualsNeverHavingGoneThere) {
+TEST_F(Ch02PagedDecoder, RollbackThenRecomputeEqualsNeverHavingGoneThere) {
   engine::KVCacheManager manager(64, 4, false);
   PagedKVCache cache(model_.config, DType::kF32, manager, 64);
   ModelRunner runner(*device_, {16, 16});
-  PagedBackend paged(runner, manager, cache, 9);
+  PagedDecoder paged(runner, manager, cache, 9);
   const std::vector<int> tokens = prompt(20);
   paged.forward_all({tokens.begin(), tokens.begin() + 10}, 0);
   paged.forward_all(prompt(7, 99), 10);  // "rejected drafts" at positions 10..16
@@ -129,11 +129,11 @@ TEST_F(Ch02PagedBackend, RollbackThenRecomputeEqualsNeverHavingGoneThere) {
   EXPECT_EQ(manager.check_invariants(), "");
 }
 
-TEST_F(Ch02PagedBackend, AFullPoolThrowsAndLeavesTheSequenceUsable) {
+TEST_F(Ch02PagedDecoder, AFullPoolThrowsAndLeavesTheSequenceUsable) {
   engine::KVCacheManager manager(3, 4, false);  // 12 slots
   PagedKVCache cache(model_.config, DType::kF32, manager, 64);
   ModelRunner runner(*device_, {16, 1});
-  PagedBackend paged(runner, manager, cache, 1);
+  PagedDecoder paged(runner, manager, cache, 1);
   paged.forward(prompt(10), 0);
   EXPECT_NO_THROW(paged.forward({5}, 10));
   EXPECT_NO_THROW(paged.forward({6}, 11));
@@ -144,7 +144,7 @@ TEST_F(Ch02PagedBackend, AFullPoolThrowsAndLeavesTheSequenceUsable) {
   EXPECT_NO_THROW(paged.forward({7}, 11));
 }
 
-TEST_F(Ch02PagedBackend, RefusesChunksWithoutReservedSlots) {
+TEST_F(Ch02PagedDecoder, RefusesChunksWithoutReservedSlots) {
   engine::KVCacheManager manager(8, 4, false);
   PagedKVCache cache(model_.config, DType::kF32, manager, 32);
   ModelRunner runner(*device_, {8, 1});
@@ -159,7 +159,7 @@ TEST_F(Ch02PagedBackend, RefusesChunksWithoutReservedSlots) {
   EXPECT_NO_THROW(runner.forward(ForwardBatch::single(4, {1, 2}, 0, LogitRows::kLast), cache));
 }
 
-TEST(Ch02PagedBackendReal, Stories260KGreedyReproducesTheReferenceStory) {
+TEST(Ch02PagedDecoderReal, Stories260KGreedyReproducesTheReferenceStory) {
   NANOSERVE_REQUIRE_DEVICE();
   NANOSERVE_REQUIRE_DATA(path, "stories260K.bin");
   const ModelBundle b = load_model_bundle(path);
@@ -168,7 +168,7 @@ TEST(Ch02PagedBackendReal, Stories260KGreedyReproducesTheReferenceStory) {
   shuffle_free_blocks(manager, 11);
   PagedKVCache cache(b.model.config, DType::kF32, manager);
   ModelRunner runner(device, {64, 1});
-  PagedBackend backend(runner, manager, cache, 1);
+  PagedDecoder backend(runner, manager, cache, 1);
   testing::expect_reference_story(backend, *b.tokenizer);
 }
 

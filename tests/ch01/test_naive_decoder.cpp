@@ -1,4 +1,4 @@
-// KernelBackend: the kernel forward in both chapter-1 modes against the CPU oracle, step by
+// NaiveDecoder: the kernel forward in both chapter-1 modes against the CPU oracle, step by
 // step, on the synthetic model and the real ones; the real model's reference story; and the
 // edges of generation (context, zero steps, BOS only).
 #include <gtest/gtest.h>
@@ -7,11 +7,11 @@
 #include <ostream>
 #include <string>
 
-#include "common/engine/decode/kernel_backend.h"
+#include "common/engine/decode/naive_decoder.h"
 #include "common/error.h"
 #include "common/model_bundle.h"
 #include "common/oracle/forward.h"
-#include "common/oracle/oracle_backend.h"
+#include "common/oracle/oracle_decoder.h"
 #include "common/tolerances.h"
 #include "engine_test_support.h"
 #include "reference_story.h"
@@ -21,7 +21,7 @@ namespace nanoserve::engine {
 namespace {
 
 using nanoserve::testing::greedy;
-using nanoserve::testing::RecordingBackend;
+using nanoserve::testing::RecordingDecoder;
 using nanoserve::testing::replay;
 using nanoserve::testing::StepLogits;
 
@@ -76,15 +76,15 @@ TEST_P(Ch01ModesMatchTheOracle, StepByStepInBothModes) {
   ASSERT_GE(prompt.size(), kPromptTokens);
   prompt.resize(kPromptTokens);
 
-  KernelBackend naive(device, CacheMode::kNaiveCache);
-  KernelBackend no_cache(device, CacheMode::kNoCache);
-  RecordingBackend naive_rec(naive), no_cache_rec(no_cache);
+  NaiveDecoder naive(device, CacheMode::kNaiveCache);
+  NaiveDecoder no_cache(device, CacheMode::kNoCache);
+  RecordingDecoder naive_rec(naive), no_cache_rec(no_cache);
   const GenerateResult with_cache = greedy(naive_rec, prompt, p.steps);
   const GenerateResult without = greedy(no_cache_rec, prompt, p.steps);
   ASSERT_EQ(with_cache.tokens, without.tokens);
   ASSERT_EQ(with_cache.generated(), p.steps);
 
-  oracle::OracleBackend oracle(rounded);
+  oracle::OracleDecoder oracle(rounded);
   // Generation fed back every token but the last (sampled, never fed): replay exactly those.
   const std::vector<int> fed(with_cache.tokens.begin(), with_cache.tokens.end() - 1);
   const StepLogits want = replay(oracle, fed, with_cache.prompt_tokens);
@@ -114,16 +114,16 @@ INSTANTIATE_TEST_SUITE_P(
                       ModeCase{"tinystories-656k", DType::kF16, 6}),
     case_name);
 
-TEST(Ch01KernelBackend, Stories260KGreedyReproducesTheReferenceStory) {
+TEST(Ch01NaiveDecoder, Stories260KGreedyReproducesTheReferenceStory) {
   NANOSERVE_REQUIRE_DEVICE();
   NANOSERVE_REQUIRE_DATA(path, "stories260K.bin");
   const ModelBundle b = load_model_bundle(path);
   const DeviceModel device(b.model, DType::kF32);
-  KernelBackend backend(device, CacheMode::kNaiveCache);
+  NaiveDecoder backend(device, CacheMode::kNaiveCache);
   testing::expect_reference_story(backend, *b.tokenizer);
 }
 
-TEST(Ch01KernelBackend, AllPositionLogitsMatchTheOracleAcrossChunks) {
+TEST(Ch01NaiveDecoder, AllPositionLogitsMatchTheOracleAcrossChunks) {
   NANOSERVE_REQUIRE_DEVICE();
   const Model m = load_model_bundle("synthetic:tiny").model;
   const DeviceModel device(m, DType::kF32);
@@ -133,7 +133,7 @@ TEST(Ch01KernelBackend, AllPositionLogitsMatchTheOracleAcrossChunks) {
   for (int i = 0; i < 20; ++i) tokens.push_back((53 * i + 5) % 512);
   const std::vector<float> got = kernel_logits(runner, cache)(tokens);
   testing::expect_close(got, oracle::forward_prompt(m, tokens), tol::kFp32Forward, "20 positions");
-  EXPECT_TRUE(cache.can_allocate());  // the slot was returned
+  EXPECT_TRUE(cache.can_allocate());  // the region was returned
 }
 
 class Ch01GenerationEdges : public ::testing::Test {
@@ -148,7 +148,7 @@ class Ch01GenerationEdges : public ::testing::Test {
 };
 
 TEST_F(Ch01GenerationEdges, APromptLongerThanTheContextIsRefusedUpFront) {
-  KernelBackend backend(*device_, CacheMode::kNaiveCache, 16);
+  NaiveDecoder backend(*device_, CacheMode::kNaiveCache, 16);
   const std::vector<int> prompt(17, 65);
   try {
     greedy(backend, prompt, 4);
@@ -164,12 +164,12 @@ TEST_F(Ch01GenerationEdges, APromptLongerThanTheContextIsRefusedUpFront) {
     EXPECT_NE(std::string(e.what()).find("exceed its 16 reserved positions"), std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(backend.cache().length(backend.slot()), 0);
+  EXPECT_EQ(backend.cache().length(backend.region()), 0);
 }
 
 TEST_F(Ch01GenerationEdges, ZeroStepsReturnThePromptWithoutRunningTheModel) {
   for (CacheMode mode : {CacheMode::kNoCache, CacheMode::kNaiveCache}) {
-    KernelBackend backend(*device_, mode);
+    NaiveDecoder backend(*device_, mode);
     const GenerateResult r = greedy(backend, {1, 72, 105}, 0);
     EXPECT_EQ(r.tokens, (std::vector<int>{1, 72, 105}));
     EXPECT_EQ(r.generated(), 0);
@@ -179,8 +179,8 @@ TEST_F(Ch01GenerationEdges, ZeroStepsReturnThePromptWithoutRunningTheModel) {
 
 TEST_F(Ch01GenerationEdges, APromptOfOnlyBosGeneratesWhatTheOracleGenerates) {
   const int bos = bundle_.tokenizer->bos_id();
-  KernelBackend backend(*device_, CacheMode::kNaiveCache);
-  oracle::OracleBackend oracle(bundle_.model);
+  NaiveDecoder backend(*device_, CacheMode::kNaiveCache);
+  oracle::OracleDecoder oracle(bundle_.model);
   const GenerateResult got = greedy(backend, {bos}, 8);
   EXPECT_EQ(got.tokens, greedy(oracle, {bos}, 8).tokens);
   EXPECT_EQ(got.generated(), 8);
@@ -190,12 +190,12 @@ TEST_F(Ch01GenerationEdges, ReachingMaxSeqLenStopsGenerationWithReasonContext) {
   // A 12-position cache: a 4-token prompt leaves room for 8 tokens (the last one sampled but
   // never fed back), however many steps were asked for.
   for (CacheMode mode : {CacheMode::kNoCache, CacheMode::kNaiveCache}) {
-    KernelBackend backend(*device_, mode, 12);
+    NaiveDecoder backend(*device_, mode, 12);
     const std::vector<int> prompt = {1, 84, 104, 101};
     const GenerateResult r = greedy(backend, prompt, 40);
     EXPECT_EQ(r.stop, StopReason::kContext) << to_string(mode);
     EXPECT_EQ(r.tokens.size(), 12u) << to_string(mode);
-    oracle::OracleBackend oracle(bundle_.model);
+    oracle::OracleDecoder oracle(bundle_.model);
     EXPECT_EQ(r.tokens, greedy(oracle, prompt, 8).tokens) << to_string(mode);
     // The last token still fits at position 11; a token after it is refused with the reason.
     backend.forward({r.tokens.back()}, 11);
@@ -210,7 +210,7 @@ TEST_F(Ch01GenerationEdges, ReachingMaxSeqLenStopsGenerationWithReasonContext) {
 }
 
 TEST_F(Ch01GenerationEdges, NoCacheRefusesAGapInTheSequence) {
-  KernelBackend backend(*device_, CacheMode::kNoCache);
+  NaiveDecoder backend(*device_, CacheMode::kNoCache);
   backend.forward({1, 2, 3}, 0);
   EXPECT_THROW(backend.forward({4}, 5), InvalidArgument);
   EXPECT_THROW(parse_cache_mode("paged"), InvalidArgument);

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// \brief `AttentionBackend`: the one place the forward pass meets the KV cache. It knows
+/// \brief `DeviceKVCache`: the one place the forward pass meets the KV cache. It knows
 /// where position p of a sequence lives and which attention kernel reads it; the layer loop in
 /// `ModelRunner` knows neither.
 ///
@@ -29,10 +29,10 @@ struct KVLayout {
 };
 
 /// \brief KV storage plus the attention kernels that read it, for the sequences of a batch.
-class AttentionBackend {
+class DeviceKVCache {
  public:
-  virtual ~AttentionBackend() = default;
-  /// \brief What the cache stores; the runner refuses a backend that does not fit its model.
+  virtual ~DeviceKVCache() = default;
+  /// \brief What the cache stores; the runner refuses a cache that does not fit its model.
   virtual KVLayout layout() const = 0;
   /// \brief Most positions one sequence may hold.
   virtual int max_seq_len() const = 0;

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// \brief `RollbackBackend`: a `DecodeBackend` that speculative decoding can use — it returns
+/// \brief `RollbackDecoder`: a `Decoder` that speculative decoding can use — it returns
 /// the logits of *every* position it processed (the verifier needs γ+1 of them from one
 /// forward) and can forget the tail of its KV cache (rejected draft tokens).
 ///
@@ -8,7 +8,7 @@
 ///                     accepted       | drafts
 ///     truncate(L+n):  0 ........ L+n-1                     n drafts accepted, the rest forgotten
 ///
-/// The oracle implements it here (`OracleRollbackBackend`, a `KVStore` whose `set_length`
+/// The oracle implements it here (`OracleRollbackDecoder`, a `KVStore` whose `set_length`
 /// rolls back); the GPU `ModelRunner` implements the same interface over paged KV, where
 /// forgetting positions means freeing the blocks/slots past the new length.
 
@@ -21,8 +21,8 @@
 
 namespace nanoserve::speculative {
 
-/// \brief A decode backend with all-position logits and KV rollback, for one sequence.
-class RollbackBackend : public DecodeBackend {
+/// \brief A decode decoder with all-position logits and KV rollback, for one sequence.
+class RollbackDecoder : public Decoder {
  public:
   /// \brief Processes `tokens` at positions `start_pos .. start_pos + T - 1` (`start_pos` must
   /// be <= `length()`; positions from `start_pos` on are overwritten) and returns the logits of
@@ -37,17 +37,17 @@ class RollbackBackend : public DecodeBackend {
   /// \brief A short name for reports (e.g. the model's name).
   virtual std::string name() const = 0;
 
-  /// \brief The last row of `forward_all` (the `DecodeBackend` contract).
+  /// \brief The last row of `forward_all` (the `Decoder` contract).
   std::vector<float> forward(const std::vector<int>& tokens, int start_pos) override;
 };
 
 /// \brief The CPU oracle (`oracle::forward_prompt` over a contiguous `KVStore`) as a
-/// `RollbackBackend`; rollback is `KVStore::set_length`.
-class OracleRollbackBackend final : public RollbackBackend {
+/// `RollbackDecoder`; rollback is `KVStore::set_length`.
+class OracleRollbackDecoder final : public RollbackDecoder {
  public:
-  /// \brief Keeps a reference to `model` (which must outlive the backend and have passed
+  /// \brief Keeps a reference to `model` (which must outlive the decoder and have passed
   /// `Model::validate()`); the KV store holds `capacity` positions (0 = the model's context).
-  explicit OracleRollbackBackend(const Model& model, int capacity = 0);
+  explicit OracleRollbackDecoder(const Model& model, int capacity = 0);
   /// \brief Empties the KV store.
   void reset() override { kv_.set_length(0); }
   /// \brief `oracle::forward_prompt(model, kv, tokens, start_pos)`: (T, vocab) logits.
