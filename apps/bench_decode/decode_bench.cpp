@@ -38,7 +38,8 @@ DecodeResult measure_decode(const engine::DeviceModel& model, int batch, int con
   const int final_len = context + warmup + steps;
   const int blocks_per_seq = (final_len + block_size - 1) / block_size;
   engine::KVCacheManager manager(batch * blocks_per_seq, block_size, /*enable_prefix_caching=*/false);
-  engine::PagedKVCache cache(c, model.dtype(), manager, std::min(c.max_seq_len, final_len));
+  engine::PagedKVCache cache(c, model.dtype(), manager.pool().num_blocks(), block_size,
+                            std::min(c.max_seq_len, final_len));
   engine::ModelRunner runner(model, {batch, batch});
 
   // Each sequence starts with `context` positions reserved (their K/V are the pool's zeros).
@@ -56,8 +57,7 @@ DecodeResult measure_decode(const engine::DeviceModel& model, int batch, int con
       const int pos = s.num_tokens();
       s.token_ids.push_back((pos * 17 + int(s.seq_id)) % c.vocab_size);
       manager.append_slot(s);  // no copies: nothing is shared
-      fb.tokens.push_back(s.token_ids.back());
-      fb.chunks.push_back({static_cast<int>(s.seq_id), pos, 1});
+      fb.add_chunk(s.seq_id, &s.token_ids.back(), 1, pos, &manager.block_table(s.seq_id));
       fb.logit_rows.push_back(static_cast<int>(fb.chunks.size()) - 1);
     }
     runner.forward(fb, cache);  // returns the logits to the host, which synchronizes

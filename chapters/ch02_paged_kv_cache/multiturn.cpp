@@ -34,7 +34,7 @@ MultiturnRun run_multiturn(const engine::DeviceModel& model, const Tokenizer& to
                           "session limits >= 0");
   }
   engine::KVCacheManager manager(c.num_blocks, c.block_size, prefix_caching);
-  engine::PagedKVCache cache(model.config(), model.dtype(), manager);
+  engine::PagedKVCache cache(model.config(), model.dtype(), manager.pool().num_blocks(), manager.block_size());
   engine::ModelRunner runner(model, {cache.max_seq_len(), 1});
   const std::vector<int> system = tokenizer.encode(script.system, /*add_bos=*/true, false);
   std::vector<SessionState> sessions;

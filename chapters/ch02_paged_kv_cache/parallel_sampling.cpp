@@ -15,12 +15,13 @@ namespace nanoserve::ch02 {
 namespace {
 
 // A batch of one chunk per sequence, every row's logits wanted.
-engine::ForwardBatch batch_of(const std::vector<const engine::Sequence*>& seqs, int rows_each) {
+engine::ForwardBatch batch_of(const std::vector<const engine::Sequence*>& seqs, int rows_each,
+                              const engine::KVCacheManager& manager) {
   engine::ForwardBatch b;
   for (const engine::Sequence* s : seqs) {
     const int start = rows_each > 0 ? s->num_tokens() - rows_each : 0;
-    b.chunks.push_back({static_cast<int>(s->seq_id), start, s->num_tokens() - start});
-    b.tokens.insert(b.tokens.end(), s->token_ids.begin() + start, s->token_ids.end());
+    b.add_chunk(s->seq_id, s->token_ids.data() + start, s->num_tokens() - start, start,
+                &manager.block_table(s->seq_id));
     b.logit_rows.push_back(b.rows() - 1);
   }
   return b;
@@ -38,7 +39,7 @@ ParallelSamplingRun run_parallel_sampling(const engine::DeviceModel& model,
   }
   const int vocab = model.config().vocab_size;
   engine::KVCacheManager manager(c.num_blocks, c.block_size, /*enable_prefix_caching=*/false);
-  engine::PagedKVCache cache(model.config(), model.dtype(), manager);
+  engine::PagedKVCache cache(model.config(), model.dtype(), manager.pool().num_blocks(), manager.block_size());
   if (prompt.empty() || int(prompt.size()) + c.max_new_tokens > cache.max_seq_len()) {
     throw InvalidArgument("parallel-sampling: a " + std::to_string(prompt.size()) +
                           "-token prompt plus " + std::to_string(c.max_new_tokens) +
@@ -66,7 +67,7 @@ ParallelSamplingRun run_parallel_sampling(const engine::DeviceModel& model,
     manager.allocate(seqs[std::size_t(i)]);
     prefilled.push_back(&seqs[std::size_t(i)]);
   }
-  std::vector<float> logits = runner.forward(batch_of(prefilled, 0), cache);
+  std::vector<float> logits = runner.forward(batch_of(prefilled, 0, manager), cache);
   if (shared) {
     for (int i = 1; i < c.n; ++i) manager.fork(0, i);
     std::vector<float> first(logits);
@@ -103,9 +104,10 @@ ParallelSamplingRun run_parallel_sampling(const engine::DeviceModel& model,
       const std::vector<engine::BlockCopy> c1 = manager.append_slot(*s);  // COW of a shared last block
       copies.insert(copies.end(), c1.begin(), c1.end());
     }
-    cache.copy_blocks(copies, 0);  // before the pass that writes into the copies
     run.peak_blocks = std::max(run.peak_blocks, manager.metrics().blocks_in_use);
-    logits = runner.forward(batch_of({live.begin(), live.end()}, 1), cache);
+    engine::ForwardBatch batch = batch_of({live.begin(), live.end()}, 1, manager);
+    batch.block_copies = std::move(copies);  // performed before the pass writes into them
+    logits = runner.forward(batch, cache);
     run.decode_rows += static_cast<long long>(live.size());
     ++run.decode_steps;
   }

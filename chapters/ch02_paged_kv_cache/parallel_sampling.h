@@ -3,7 +3,7 @@
 /// \brief The `parallel-sampling` scenario: n samples of one prompt (each with its own seed),
 /// decoded together in one batch per step through the kernels over a paged KV cache — once with
 /// every sample holding its own copy of the prompt's KV, once sharing it (`KVCacheManager::fork`)
-/// with copy-on-write of the partially filled last block (`PagedKVCache::copy_blocks`).
+/// with copy-on-write of the partially filled last block (the pass performs the `ForwardBatch::block_copies`).
 ///
 ///     unshared   s0 [P P P P][P P . .]    s1 [P P P P][P P . .]   …  n × prompt blocks, n prefills
 ///     shared     s0 ─┐

@@ -109,9 +109,8 @@ int run(const Args& a) {
     engine::ModelExecutorOptions eo = engine::executor_options_for(sc, a.max_tokens_per_step);
     eo.compute_wasted_rows = !a.skip_wasted_rows;
     engine::ModelExecutor executor(dm, eo);
-    const engine::ServingRun run = harness::run_with_clock(clock, executor, [&](engine::Executor& ex, engine::Clock& cl) {
-      return engine::run_static(requests, sc, ex, cl);
-    });
+    harness::TimedExecutor timed(clock, executor);
+    const engine::ServingRun run = engine::run_static(requests, sc, timed.executor(), timed.clock());
     const harness::ServingMetrics m = harness::compute_metrics(run);
     std::printf("  %5d %9.1f %9lld %9lld %9lld %7.1f%% %8.0f %8.0f\n", batch_size,
                 m.output_tokens_per_s, m.waste.useful_rows, m.waste.padding_rows,

@@ -8,6 +8,7 @@
 #include "common/harness/fake_executor.h"
 #include "common/engine/serve/model_executor.h"
 #include "common/engine/serve/serving_loop.h"
+#include "common/engine/serve/static_batcher.h"
 
 namespace nanoserve::ch04 {
 
@@ -17,16 +18,26 @@ namespace {
 // cost per pass), and each row adds a little compute — FakeExecutor's defaults.
 const harness::FakeCostModel kCostModel{};
 
-engine::ServingRun run_policy(const RunSetup& s, engine::ModelExecutorOptions options,
-                      const harness::PolicyRun& policy) {
+// One run of a batching policy: static (`batcher`) or continuous (`scheduler`) on the executor
+// and clock of `s`.
+engine::ServingRun run_on(const RunSetup& s, const std::vector<engine::Request>& requests,
+                          bool continuous) {
+  const auto run = [&](engine::Executor& executor, engine::Clock& clock) {
+    return continuous ? engine::run_continuous(requests, s.scheduler, executor, clock)
+                      : engine::run_static(requests, s.batcher, executor, clock);
+  };
   if (s.executor == ExecutorKind::kCostModel) {
     engine::SimulatedClock clock;
-    harness::FakeExecutor fake(s.scheduler.num_kv_blocks, s.scheduler.block_size, s.vocab_size, &clock,
-                      kCostModel);
-    return policy(fake, clock);
+    harness::FakeExecutor fake(s.scheduler.num_kv_blocks, s.scheduler.block_size, s.vocab_size,
+                               &clock, kCostModel);
+    return run(fake, clock);
   }
-  engine::ModelExecutor executor(*s.model, options);
-  return harness::run_with_clock(s.clock, executor, policy);
+  engine::ModelExecutor executor(
+      *s.model, continuous ? engine::executor_options_for(s.scheduler)
+                           : engine::executor_options_for(s.batcher,
+                                                          s.scheduler.max_num_batched_tokens));
+  harness::TimedExecutor timed(s.clock, executor);
+  return run(timed.executor(), timed.clock());
 }
 
 std::string rate_text(double rate) {
@@ -46,17 +57,11 @@ nlohmann::json record(const std::string& table, const std::string& config,
 }  // namespace
 
 engine::ServingRun run_continuous_on(const RunSetup& s, const std::vector<engine::Request>& requests) {
-  return run_policy(s, engine::executor_options_for(s.scheduler),
-                    [&](engine::Executor& ex, engine::Clock& clock) {
-                      return engine::run_continuous(requests, s.scheduler, ex, clock);
-                    });
+  return run_on(s, requests, /*continuous=*/true);
 }
 
 engine::ServingRun run_static_on(const RunSetup& s, const std::vector<engine::Request>& requests) {
-  return run_policy(s, engine::executor_options_for(s.batcher, s.scheduler.max_num_batched_tokens),
-                    [&](engine::Executor& ex, engine::Clock& clock) {
-                      return engine::run_static(requests, s.batcher, ex, clock);
-                    });
+  return run_on(s, requests, /*continuous=*/false);
 }
 
 std::string describe(const RunSetup& s) {

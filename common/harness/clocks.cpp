@@ -37,14 +37,5 @@ std::vector<int> CpuTimedExecutor::execute(const engine::SchedulerOutput& output
   return tokens;
 }
 
-engine::ServingRun run_with_clock(ClockKind kind, engine::Executor& executor, const PolicyRun& policy) {
-  if (kind == ClockKind::kCpu) {
-    engine::SimulatedClock clock;
-    CpuTimedExecutor timed(executor, clock);
-    return policy(timed, clock);
-  }
-  engine::WallClock clock;
-  return policy(executor, clock);
-}
 
 }  // namespace nanoserve::harness

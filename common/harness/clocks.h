@@ -17,7 +17,6 @@
 ///           process CPU time the pass really used — the same real execution, immune to
 ///           load from other processes (the simulator runs on one thread)
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,8 +52,6 @@ class CpuTimedExecutor final : public engine::Executor {
  public:
   /// \brief Wraps `inner`; both must outlive this.
   CpuTimedExecutor(engine::Executor& inner, engine::SimulatedClock& clock) : inner_(inner), clock_(clock) {}
-  /// \brief Forwards to the wrapped executor.
-  void attach_kv(const engine::KVCacheManager* kv) override { inner_.attach_kv(kv); }
   /// \brief Runs the wrapped executor and advances the clock by its CPU time.
   std::vector<int> execute(const engine::SchedulerOutput& output) override;
 
@@ -63,12 +60,34 @@ class CpuTimedExecutor final : public engine::Executor {
   engine::SimulatedClock& clock_;
 };
 
-/// \brief A batching policy run: `run_static` or `run_continuous` with its workload and config
-/// bound, given the executor and clock to use.
-using PolicyRun = std::function<engine::ServingRun(engine::Executor& executor, engine::Clock& clock)>;
+/// \brief An executor and the clock of `kind` a run is timed by, to hand to `run_static` or
+/// `run_continuous`: wall — the executor itself and a `WallClock` started now; cpu — the
+/// executor wrapped in a `CpuTimedExecutor` that advances a `SimulatedClock`.
+///
+///     harness::TimedExecutor timed(kind, executor);
+///     engine::run_continuous(requests, config, timed.executor(), timed.clock());
+class TimedExecutor {
+ public:
+  /// \brief Wraps `inner` (which must outlive this) for a run on the clock `kind`.
+  TimedExecutor(ClockKind kind, engine::Executor& inner)
+      : kind_(kind), inner_(inner), cpu_timed_(inner, simulated_) {}
+  TimedExecutor(const TimedExecutor&) = delete;
+  TimedExecutor& operator=(const TimedExecutor&) = delete;
+  /// \brief The executor to run: `inner` on the wall clock, its CPU-timed wrapper otherwise.
+  engine::Executor& executor() {
+    return kind_ == ClockKind::kCpu ? static_cast<engine::Executor&>(cpu_timed_) : inner_;
+  }
+  /// \brief The clock to run on.
+  engine::Clock& clock() {
+    return kind_ == ClockKind::kCpu ? static_cast<engine::Clock&>(simulated_) : wall_;
+  }
 
-/// \brief Runs `policy` on `executor` under a fresh clock of `kind` (the cpu clock wraps the
-/// executor in a `CpuTimedExecutor`).
-engine::ServingRun run_with_clock(ClockKind kind, engine::Executor& executor, const PolicyRun& policy);
+ private:
+  ClockKind kind_;
+  engine::Executor& inner_;
+  engine::SimulatedClock simulated_;
+  engine::WallClock wall_;
+  CpuTimedExecutor cpu_timed_;
+};
 
 }  // namespace nanoserve::harness

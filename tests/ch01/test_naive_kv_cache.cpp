@@ -77,7 +77,7 @@ TEST_F(Ch01NaiveKVCache, AMixedBatchOfTwoSequencesEqualsRunningThemApart) {
   runner.forward(ForwardBatch::single(sb, {b.begin(), b.begin() + 4}, 0, LogitRows::kLast), cache);
   ForwardBatch mixed;
   mixed.tokens = {a[6], b[4], b[5], b[6]};
-  mixed.chunks = {{sa, 6, 1}, {sb, 4, 3}};
+  mixed.chunks = {{sa, 6, 1, {}}, {sb, 4, 3, {}}};
   mixed.logit_rows = {0, 3};
   const std::vector<float> got = runner.forward(mixed, cache);
   const std::size_t vocab = static_cast<std::size_t>(model_.config.vocab_size);

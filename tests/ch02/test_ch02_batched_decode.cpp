@@ -32,18 +32,20 @@ class Ch02BatchedDecode : public ::testing::Test {
   // Greedy tokens of one sequence decoded alone (its own manager, cache and runner).
   std::vector<int> alone(const std::vector<int>& p, int steps) const {
     engine::KVCacheManager manager(64, 4, false);
-    PagedKVCache cache(model_.config, DType::kF32, manager, 128);
+    PagedKVCache cache(model_.config, DType::kF32, manager.pool().num_blocks(),
+                     manager.block_size(), 128);
     ModelRunner runner(*device_, {64, 1});
     PagedDecoder backend(runner, manager, cache, 0);
     const GenerateResult r = greedy(backend, p, steps);
     return {r.tokens.begin() + r.prompt_tokens, r.tokens.end()};
   }
   // One row per sequence at its last token; logits for every row.
-  static ForwardBatch decode_batch(const std::vector<engine::Sequence*>& seqs) {
+  static ForwardBatch decode_batch(const std::vector<engine::Sequence*>& seqs,
+                                   const engine::KVCacheManager& manager) {
     ForwardBatch b;
     for (const engine::Sequence* s : seqs) {
-      b.chunks.push_back({int(s->seq_id), s->num_tokens() - 1, 1});
-      b.tokens.push_back(s->token_ids.back());
+      b.add_chunk(s->seq_id, &s->token_ids.back(), 1, s->num_tokens() - 1,
+                  &manager.block_table(s->seq_id));
       b.logit_rows.push_back(b.rows() - 1);
     }
     return b;
@@ -60,7 +62,8 @@ TEST_F(Ch02BatchedDecode, ThreeSequencesInOneBatchEqualEachRunAlone) {
   const int steps = 8;
   const std::vector<std::vector<int>> prompts = {prompt(5, 0), prompt(17, 1), prompt(30, 2)};
   engine::KVCacheManager manager(64, 4, false);  // blocks of 4: the tables interleave in the pool
-  PagedKVCache cache(model_.config, DType::kF32, manager, 128);
+  PagedKVCache cache(model_.config, DType::kF32, manager.pool().num_blocks(),
+                     manager.block_size(), 128);
   ModelRunner runner(*device_, {64, 3});
   std::vector<engine::Sequence> seqs(3);
   ForwardBatch prefill;
@@ -68,9 +71,8 @@ TEST_F(Ch02BatchedDecode, ThreeSequencesInOneBatchEqualEachRunAlone) {
     seqs[std::size_t(i)].seq_id = 10 + i;
     seqs[std::size_t(i)].token_ids = prompts[std::size_t(i)];
     manager.allocate(seqs[std::size_t(i)]);
-    prefill.chunks.push_back({10 + i, 0, int(prompts[std::size_t(i)].size())});
-    prefill.tokens.insert(prefill.tokens.end(), prompts[std::size_t(i)].begin(),
-                          prompts[std::size_t(i)].end());
+    prefill.add_chunk(10 + i, prompts[std::size_t(i)].data(),
+                      int(prompts[std::size_t(i)].size()), 0, &manager.block_table(10 + i));
     prefill.logit_rows.push_back(prefill.rows() - 1);
   }
   std::vector<float> logits = runner.forward(prefill, cache);  // varlen prefill, 3 chunks
@@ -85,7 +87,7 @@ TEST_F(Ch02BatchedDecode, ThreeSequencesInOneBatchEqualEachRunAlone) {
     }
     if (step + 1 == steps) break;  // the last token is sampled, never fed back
     for (engine::Sequence* s : batch) EXPECT_TRUE(manager.append_slot(*s).empty());
-    logits = runner.forward(decode_batch(batch), cache);
+    logits = runner.forward(decode_batch(batch, manager), cache);
     EXPECT_TRUE(cache.last_pass_was_decode());
   }
   for (std::size_t i = 0; i < 3; ++i) {
@@ -98,7 +100,8 @@ TEST_F(Ch02BatchedDecode, AFullPoolMidBatchIsRecoveredByFreeingASequence) {
   // 3 prompts of 8 tokens in blocks of 4: 6 blocks of the 7; the first decode step needs a
   // fresh block for each sequence (position 8 starts block 2).
   engine::KVCacheManager manager(7, 4, false);
-  PagedKVCache cache(model_.config, DType::kF32, manager, 64);
+  PagedKVCache cache(model_.config, DType::kF32, manager.pool().num_blocks(),
+                     manager.block_size(), 64);
   ModelRunner runner(*device_, {32, 3});
   std::vector<engine::Sequence> seqs(3);
   for (int i = 0; i < 3; ++i) {
@@ -106,7 +109,9 @@ TEST_F(Ch02BatchedDecode, AFullPoolMidBatchIsRecoveredByFreeingASequence) {
     seqs[std::size_t(i)].token_ids = prompt(8, i);
     manager.allocate(seqs[std::size_t(i)]);
     const std::vector<float> l =
-        runner.forward(ForwardBatch::single(i, prompt(8, i), 0, LogitRows::kLast), cache);
+        runner.forward(ForwardBatch::single(i, prompt(8, i), 0, LogitRows::kLast,
+                                            &manager.block_table(i)),
+                       cache);
     seqs[std::size_t(i)].token_ids.push_back(argmax_row(l, 0));
   }
   EXPECT_TRUE(manager.append_slot(seqs[0]).empty());
@@ -125,7 +130,7 @@ TEST_F(Ch02BatchedDecode, AFullPoolMidBatchIsRecoveredByFreeingASequence) {
   // Recover as a scheduler would: preempt sequence 2 (free its blocks), run the others.
   manager.free(2);
   EXPECT_TRUE(manager.append_slot(seqs[1]).empty());
-  std::vector<float> logits = runner.forward(decode_batch({&seqs[0], &seqs[1]}), cache);
+  std::vector<float> logits = runner.forward(decode_batch({&seqs[0], &seqs[1]}, manager), cache);
   for (std::size_t i = 0; i < 2; ++i) {
     const std::vector<int> want = alone(prompt(8, int(i)), 2);
     EXPECT_EQ(seqs[i].token_ids.back(), want[0]);

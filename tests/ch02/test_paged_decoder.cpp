@@ -62,7 +62,8 @@ TEST_F(Ch02PagedDecoder, GreedyTokensEqualTheNaiveCacheWithShuffledBlocks) {
   for (int block_size : {1, 4, 16}) {
     engine::KVCacheManager manager(256, block_size, false);
     shuffle_free_blocks(manager, 7u + unsigned(block_size));
-    PagedKVCache cache(model_.config, DType::kF32, manager, 128);
+    PagedKVCache cache(model_.config, DType::kF32, manager.pool().num_blocks(),
+                     manager.block_size(), 128);
     ModelRunner runner(*device_, {8, 8});  // the 21-token prompt runs in chunks of 8, 8 and 5
     PagedDecoder paged(runner, manager, cache, 1);
     const GenerateResult got = greedy(paged, prompt(21), 24);
@@ -76,7 +77,8 @@ TEST_F(Ch02PagedDecoder, GreedyTokensEqualTheNaiveCacheWithShuffledBlocks) {
 TEST_F(Ch02PagedDecoder, AllPositionLogitsMatchTheOracleAcrossBlockBoundaries) {
   engine::KVCacheManager manager(64, 4, false);
   shuffle_free_blocks(manager, 3);
-  PagedKVCache cache(model_.config, DType::kF32, manager, 64);
+  PagedKVCache cache(model_.config, DType::kF32, manager.pool().num_blocks(),
+                     manager.block_size(), 64);
   ModelRunner runner(*device_, {17, 17});
   PagedDecoder paged(runner, manager, cache, 5);
   const std::vector<int> tokens = prompt(33);
@@ -95,7 +97,8 @@ TEST_F(Ch02PagedDecoder, AllPositionLogitsMatchTheOracleAcrossBlockBoundaries) {
 
 TEST_F(Ch02PagedDecoder, APrefixCacheHitSkipsWorkAndChangesNoToken) {
   engine::KVCacheManager manager(128, 4, true);
-  PagedKVCache cache(model_.config, DType::kF32, manager, 128);
+  PagedKVCache cache(model_.config, DType::kF32, manager.pool().num_blocks(),
+                     manager.block_size(), 128);
   ModelRunner runner(*device_, {64, 1});
   PagedDecoder first(runner, manager, cache, 1);
   const GenerateResult a = greedy(first, prompt(30), 12);
@@ -114,7 +117,8 @@ TEST_F(Ch02PagedDecoder, APrefixCacheHitSkipsWorkAndChangesNoToken) {
 
 TEST_F(Ch02PagedDecoder, RollbackThenRecomputeEqualsNeverHavingGoneThere) {
   engine::KVCacheManager manager(64, 4, false);
-  PagedKVCache cache(model_.config, DType::kF32, manager, 64);
+  PagedKVCache cache(model_.config, DType::kF32, manager.pool().num_blocks(),
+                     manager.block_size(), 64);
   ModelRunner runner(*device_, {16, 16});
   PagedDecoder paged(runner, manager, cache, 9);
   const std::vector<int> tokens = prompt(20);
@@ -131,7 +135,8 @@ TEST_F(Ch02PagedDecoder, RollbackThenRecomputeEqualsNeverHavingGoneThere) {
 
 TEST_F(Ch02PagedDecoder, AFullPoolThrowsAndLeavesTheSequenceUsable) {
   engine::KVCacheManager manager(3, 4, false);  // 12 slots
-  PagedKVCache cache(model_.config, DType::kF32, manager, 64);
+  PagedKVCache cache(model_.config, DType::kF32, manager.pool().num_blocks(),
+                     manager.block_size(), 64);
   ModelRunner runner(*device_, {16, 1});
   PagedDecoder paged(runner, manager, cache, 1);
   paged.forward(prompt(10), 0);
@@ -144,19 +149,40 @@ TEST_F(Ch02PagedDecoder, AFullPoolThrowsAndLeavesTheSequenceUsable) {
   EXPECT_NO_THROW(paged.forward({7}, 11));
 }
 
-TEST_F(Ch02PagedDecoder, RefusesChunksWithoutReservedSlots) {
+TEST_F(Ch02PagedDecoder, RefusesPlansWithoutBlockTablesOrWithWrongSlots) {
   engine::KVCacheManager manager(8, 4, false);
-  PagedKVCache cache(model_.config, DType::kF32, manager, 32);
+  PagedKVCache cache(model_.config, DType::kF32, manager.pool().num_blocks(),
+                     manager.block_size(), 32);
   ModelRunner runner(*device_, {8, 1});
-  EXPECT_THROW(runner.forward(ForwardBatch::single(4, {1, 2}, 0, LogitRows::kLast), cache),
-               InvalidArgument);  // sequence 4 has no table
+  const auto message = [&](const ForwardBatch& batch) {
+    try {
+      runner.forward(batch, cache);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  // No block table, no slots: the plan says nothing of where the rows go.
+  EXPECT_NE(message(ForwardBatch::single(4, {1, 2}, 0, LogitRows::kLast)).find("2 rows but 0 slots"),
+            std::string::npos);
   engine::Sequence s;
   s.seq_id = 4;
   s.token_ids = {1, 2};
   manager.allocate(s);
-  EXPECT_THROW(runner.forward(ForwardBatch::single(4, {1, 2, 3}, 0, LogitRows::kLast), cache),
+  const engine::BlockTable& table = manager.block_table(4);
+  EXPECT_THROW(ForwardBatch::single(4, {1, 2, 3}, 0, LogitRows::kLast, &table),
                InvalidArgument);  // only 2 slots reserved
-  EXPECT_NO_THROW(runner.forward(ForwardBatch::single(4, {1, 2}, 0, LogitRows::kLast), cache));
+  ForwardBatch wrong_slot = ForwardBatch::single(4, {1, 2}, 0, LogitRows::kLast, &table);
+  wrong_slot.slot_mapping[1] += 1;
+  EXPECT_NE(message(wrong_slot).find("but its block table says"), std::string::npos);
+  ForwardBatch outside = ForwardBatch::single(4, {1, 2}, 0, LogitRows::kLast, &table);
+  outside.chunks[0].block_ids[0] = 8;  // the pool has blocks 0..7
+  outside.slot_mapping = {32, 33};
+  EXPECT_NE(message(outside).find("outside the pool [0, 8)"), std::string::npos);
+  ForwardBatch bad_copy = ForwardBatch::single(4, {1, 2}, 0, LogitRows::kLast, &table);
+  bad_copy.block_copies.push_back({0, -1});
+  EXPECT_NE(message(bad_copy).find("block copy destination -1"), std::string::npos);
+  EXPECT_EQ(message(ForwardBatch::single(4, {1, 2}, 0, LogitRows::kLast, &table)), "accepted");
 }
 
 TEST(Ch02PagedDecoderReal, Stories260KGreedyReproducesTheReferenceStory) {
@@ -166,7 +192,8 @@ TEST(Ch02PagedDecoderReal, Stories260KGreedyReproducesTheReferenceStory) {
   const DeviceModel device(b.model, DType::kF32);
   engine::KVCacheManager manager(64, 16, true);
   shuffle_free_blocks(manager, 11);
-  PagedKVCache cache(b.model.config, DType::kF32, manager);
+  PagedKVCache cache(b.model.config, DType::kF32, manager.pool().num_blocks(),
+                     manager.block_size());
   ModelRunner runner(device, {64, 1});
   PagedDecoder backend(runner, manager, cache, 1);
   testing::expect_reference_story(backend, *b.tokenizer);

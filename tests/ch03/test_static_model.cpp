@@ -52,5 +52,28 @@ TEST(Ch03StaticModel, EveryRequestGetsItsSoloTokensAndWastedRowsAreComputed) {
   }
 }
 
+// On a GPU a padded batch reads the weights once per pass, padding included; computing the
+// padding as passes of its own would charge static batching twice and inflate continuous
+// batching's win. With passes big enough for a whole step, every step is exactly one pass.
+TEST(Ch03StaticModel, PaddingAndIdleRowsAreRowsOfTheSamePass) {
+  NANOSERVE_REQUIRE_DEVICE();
+  const Model model = load_model_bundle("synthetic:tiny").model;
+  const DeviceModel device(model, DType::kF32);
+  const std::vector<engine::Request> requests = model_workload(3, 4, model.config.vocab_size, 20, 5);
+  engine::StaticBatchConfig config;
+  config.batch_size = 4;
+  config.max_model_len = kMaxModelLen;
+  config.num_kv_blocks = 64;
+  config.block_size = 4;
+  engine::ModelExecutor executor(device, engine::executor_options_for(config, 256));
+  engine::SimulatedClock clock;
+  const engine::ServingRun run = engine::run_static(requests, config, executor, clock);
+  EXPECT_GT(run.waste.padding_rows + run.waste.idle_rows, 0) << "mixed lengths waste rows";
+  EXPECT_EQ(executor.num_wasted_rows(), run.waste.padding_rows + run.waste.idle_rows);
+  EXPECT_EQ(executor.num_passes(), static_cast<long long>(run.steps.size()))
+      << "wasted rows ran in passes of their own";
+  expect_solo_tokens(run, solo_tokens(device, requests, kMaxModelLen), "padded passes");
+}
+
 }  // namespace
 }  // namespace nanoserve::engine

@@ -108,21 +108,30 @@ TEST_F(Ch04ModelExecutor, RequestsThatCanNeverFitAreRejectedWithAReason) {
   EXPECT_EQ(run.requests[2].num_output_tokens(), 4);
 }
 
-TEST_F(Ch04ModelExecutor, RefusesToRunWithoutAManagerAndAContextBeyondTheModel) {
+TEST_F(Ch04ModelExecutor, ReadsOnlyTheSchedulerOutputAndRefusesAPlanOutsideItsPool) {
   NANOSERVE_REQUIRE_DEVICE();
   load("synthetic:tiny");
-  engine::ModelExecutor executor(*device_, {});
+  engine::ModelExecutorOptions o;
+  o.num_kv_blocks = 8;
+  o.block_size = 4;
+  engine::ModelExecutor executor(*device_, o);
   engine::KVCacheManager kv(8, 4, false);
   engine::Request r = engine::make_request(0, {1, 2, 3}, 2);
   kv.allocate(r.seq);
   engine::SchedulerOutput out;
   out.add(r, kv.block_table(0), 0, 3);
-  EXPECT_THROW(executor.execute(out), std::logic_error);
-  {
-    const engine::ScopedKVAttachment attached(executor, kv);
-    EXPECT_EQ(executor.execute(out).size(), 1u);
-  }
-  EXPECT_THROW(executor.execute(out), std::logic_error) << "detached at the end of the scope";
+  EXPECT_EQ(executor.execute(out).size(), 1u);  // no manager handed over: the plan suffices
+  // A scheduler with a bigger pool than the executor's: its blocks are refused, not written.
+  engine::ModelExecutorOptions small = o;
+  small.num_kv_blocks = 2;
+  engine::ModelExecutor tiny(*device_, small);
+  engine::KVCacheManager big(16, 4, false);
+  for (int i = 0; i < 12; ++i) big.allocate(engine::make_request(10 + i, {1, 2, 3, 4}, 1).seq);
+  engine::Request late = engine::make_request(1, {1, 2, 3}, 2);
+  big.allocate(late.seq);  // its block is past block 1
+  engine::SchedulerOutput beyond;
+  beyond.add(late, big.block_table(1), 0, 3);
+  EXPECT_THROW(tiny.execute(beyond), InvalidArgument);
   engine::ModelExecutorOptions too_long;
   too_long.max_seq_len = model_.config.max_seq_len + 1;
   EXPECT_THROW(engine::ModelExecutor(*device_, too_long), InvalidArgument);

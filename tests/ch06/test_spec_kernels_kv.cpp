@@ -37,8 +37,8 @@ TEST(Ch06SpecKernelsKv, TargetKvEqualsPlainDecodingsAfterEveryVerifyStep) {
   const int n_layers = m.target.config.n_layers;
   std::vector<std::vector<float>> ref_k, ref_v;  // per layer: (positions, n_kv_heads, head_dim)
   for (int l = 0; l < n_layers; ++l) {
-    ref_k.push_back(plain->cache().to_host(plain->seq_id(), l, plain->length(), false));
-    ref_v.push_back(plain->cache().to_host(plain->seq_id(), l, plain->length(), true));
+    ref_k.push_back(plain->cache().to_host(plain->manager().block_table(plain->seq_id()).block_ids(), l, plain->length(), false));
+    ref_v.push_back(plain->cache().to_host(plain->manager().block_table(plain->seq_id()).block_ids(), l, plain->length(), true));
   }
   const size_t kv_dim = size_t(m.target.config.kv_dim());
 
@@ -64,9 +64,9 @@ TEST(Ch06SpecKernelsKv, TargetKvEqualsPlainDecodingsAfterEveryVerifyStep) {
       const size_t n = size_t(len) * kv_dim;
       const std::vector<float> want_k(ref_k[size_t(l)].begin(), ref_k[size_t(l)].begin() + long(n));
       const std::vector<float> want_v(ref_v[size_t(l)].begin(), ref_v[size_t(l)].begin() + long(n));
-      testing::expect_close(target->cache().to_host(target->seq_id(), l, len, false), want_k,
+      testing::expect_close(target->cache().to_host(target->manager().block_table(target->seq_id()).block_ids(), l, len, false), want_k,
                             tol::kFp32Forward, "K, layer " + std::to_string(l));
-      testing::expect_close(target->cache().to_host(target->seq_id(), l, len, true), want_v,
+      testing::expect_close(target->cache().to_host(target->manager().block_table(target->seq_id()).block_ids(), l, len, true), want_v,
                             tol::kFp32Forward, "V, layer " + std::to_string(l));
     }
   };

@@ -50,7 +50,7 @@ PagedDecoder::PagedDecoder(std::unique_ptr<DeviceModel> model, PagedDecoderOptio
   owned_manager_ = std::make_unique<KVCacheManager>(blocks, options.block_size,
                                                     /*enable_prefix_caching=*/false);
   owned_cache_ = std::make_unique<PagedKVCache>(owned_model_->config(), owned_model_->dtype(),
-                                                *owned_manager_, max_seq_len);
+                                                blocks, options.block_size, max_seq_len);
   runner_ = owned_runner_.get();
   manager_ = owned_manager_.get();
   cache_ = owned_cache_.get();
@@ -105,6 +105,7 @@ std::vector<float> PagedDecoder::run(const std::vector<int>& tokens, int start_p
   Sequence next = seq_;
   next.token_ids.insert(next.token_ids.end(), tokens.begin(), tokens.end());
   int first = start_pos;  // first row to compute
+  std::vector<BlockCopy> copies;  // copy-on-write of a shared last block, done by the pass
   if (!manager_->contains(seq_.seq_id)) {
     const int cached = manager_->allocate(next);  // start_pos == 0 here
     if (cached > 0 && all_rows) {
@@ -116,7 +117,7 @@ std::vector<float> PagedDecoder::run(const std::vector<int>& tokens, int start_p
     first = cached;
     rows_cached_ += cached;
   } else {
-    cache_->copy_blocks(manager_->append_slots(next, n), 0);
+    copies = manager_->append_slots(next, n);
   }
   seq_ = std::move(next);
   seq_.num_computed_tokens = seq_.num_tokens();
@@ -130,8 +131,9 @@ std::vector<float> PagedDecoder::run(const std::vector<int>& tokens, int start_p
     const int stop = std::min(end, begin + step);
     std::vector<int> part(seq_.token_ids.begin() + begin, seq_.token_ids.begin() + stop);
     ForwardBatch batch =
-        ForwardBatch::single(static_cast<int>(seq_.seq_id), std::move(part), begin,
-                             all_rows ? LogitRows::kAll : LogitRows::kLast);
+        ForwardBatch::single(seq_.seq_id, part, begin, all_rows ? LogitRows::kAll : LogitRows::kLast,
+                             &manager_->block_table(seq_.seq_id));
+    batch.block_copies = std::move(copies);  // the first pass performs them
     if (!all_rows && stop != end) batch.logit_rows.clear();  // only the last row is needed
     std::vector<float> out = runner_->forward(batch, *cache_);
     logits.insert(logits.end(), out.begin(), out.end());

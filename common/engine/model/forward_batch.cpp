@@ -1,5 +1,6 @@
 #include "common/engine/model/forward_batch.h"
 
+#include <algorithm>
 #include <string>
 
 #include "common/error.h"
@@ -48,12 +49,28 @@ void ForwardBatch::validate(int vocab_size) const {
   }
 }
 
-ForwardBatch ForwardBatch::single(int seq, std::vector<int> tokens, int start_pos,
-                                  LogitRows which) {
+void ForwardBatch::add_chunk(std::int64_t seq, const int* first, int n, int start_pos,
+                             const BlockTable* table) {
+  tokens.insert(tokens.end(), first, first + n);
+  SequenceChunk c;
+  c.seq = seq;
+  c.start_pos = start_pos;
+  c.num_tokens = n;
+  if (table != nullptr) {
+    const int block_size = table->block_size();
+    const int used = (start_pos + n + block_size - 1) / block_size;
+    const std::vector<int>& ids = table->block_ids();
+    c.block_ids.assign(ids.begin(), ids.begin() + std::min<int>(used, int(ids.size())));
+    for (int p = start_pos; p < start_pos + n; ++p) slot_mapping.push_back(table->slot(p));
+  }
+  chunks.push_back(std::move(c));
+}
+
+ForwardBatch ForwardBatch::single(std::int64_t seq, const std::vector<int>& tokens,
+                                  int start_pos, LogitRows which, const BlockTable* table) {
   ForwardBatch b;
   const int n = static_cast<int>(tokens.size());
-  b.tokens = std::move(tokens);
-  b.chunks.push_back({seq, start_pos, n});
+  b.add_chunk(seq, tokens.data(), n, start_pos, table);
   if (which == LogitRows::kAll) {
     for (int r = 0; r < n; ++r) b.logit_rows.push_back(r);
   } else if (n > 0) {

@@ -31,9 +31,17 @@ std::int64_t NaiveKVCache::region_row(int region, int layer) const {
 
 void NaiveKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream) {
   // Check every chunk before recording any, so a refused batch leaves the cache as it was.
-  std::vector<int> seen;
+  if (!batch.block_copies.empty() || !batch.slot_mapping.empty()) {
+    throw InvalidArgument("NaiveKVCache: the batch carries paged KV (slots or block copies); "
+                          "a naive cache places rows by region and position");
+  }
+  std::vector<std::int64_t> seen;
   for (const SequenceChunk& c : batch.chunks) {
-    regions_.check_write(c.seq, c.start_pos, c.num_tokens);
+    if (c.seq < 0 || c.seq >= regions_.num_regions()) {
+      throw InvalidArgument("NaiveKVCache: region " + std::to_string(c.seq) + " is outside [0, " +
+                            std::to_string(regions_.num_regions()) + ")");
+    }
+    regions_.check_write(static_cast<int>(c.seq), c.start_pos, c.num_tokens);
     if (std::find(seen.begin(), seen.end(), c.seq) != seen.end()) {
       throw InvalidArgument("NaiveKVCache: region " + std::to_string(c.seq) +
                             " appears in two chunks of one batch");
@@ -44,10 +52,10 @@ void NaiveKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream)
   host_lens_.clear();
   for (const SequenceChunk& c : batch.chunks) {
     for (int i = 0; i < c.num_tokens; ++i) {
-      host_mapping_.push_back(static_cast<int>(region_row(c.seq, 0) + c.start_pos + i));
+      host_mapping_.push_back(static_cast<int>(region_row(static_cast<int>(c.seq), 0) + c.start_pos + i));
     }
     host_lens_.push_back(c.start_pos + c.num_tokens);
-    regions_.write(c.seq, c.start_pos, c.num_tokens);
+    regions_.write(static_cast<int>(c.seq), c.start_pos, c.num_tokens);
   }
   if (slot_mapping_.size() < host_mapping_.size()) {
     slot_mapping_ = DeviceBuffer<int>(host_mapping_.size());
@@ -85,7 +93,7 @@ void NaiveKVCache::attend(int layer, const float* q, float* out, cudaStream_t st
     int row = 0;
     for (std::size_t i = 0; i < chunks_.size(); ++i) {
       const SequenceChunk& c = chunks_[i];
-      const std::int64_t offset = region_row(c.seq, layer) * kv_dim;
+      const std::int64_t offset = region_row(static_cast<int>(c.seq), layer) * kv_dim;
       const T* k_cache = reinterpret_cast<const T*>(k_.get()) + offset;  // (max_len, kv_dim)
       const T* v_cache = reinterpret_cast<const T*>(v_.get()) + offset;  // (max_len, kv_dim)
       const float* q_rows = q + std::int64_t(row) * q_dim;  // (num_tokens, n_heads, head_dim)

@@ -20,14 +20,17 @@ constexpr int kMaxDecodeQueries = 16;
 
 }  // namespace
 
-PagedKVCache::PagedKVCache(const ModelConfig& config, DType dtype, const KVCacheManager& manager,
-                           int max_seq_len)
-    : manager_(manager),
-      n_heads_(config.n_heads),
+PagedKVCache::PagedKVCache(const ModelConfig& config, DType dtype, int num_blocks,
+                           int block_size, int max_seq_len)
+    : n_heads_(config.n_heads),
       layout_{config.n_layers, config.n_kv_heads, config.head_dim, dtype},
       max_seq_len_(checked_cache_context(config, max_seq_len, "PagedKVCache")),
-      num_blocks_(manager.pool().num_blocks()),
-      block_size_(manager.block_size()) {
+      num_blocks_(num_blocks),
+      block_size_(block_size) {
+  if (num_blocks < 1 || block_size < 1) {
+    throw InvalidArgument("PagedKVCache: need num_blocks >= 1 and block_size >= 1, got " +
+                          std::to_string(num_blocks) + " and " + std::to_string(block_size));
+  }
   // Slot ids travel to the kernels as int32 (as in vLLM's kernels); refuse pools beyond that.
   if (layer_rows() > std::numeric_limits<int>::max()) {
     throw InvalidArgument("PagedKVCache: " + std::to_string(num_blocks_) + " blocks of " +
@@ -48,31 +51,52 @@ std::int64_t PagedKVCache::pool_bytes() const {
 }
 
 void PagedKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream) {
-  // Check every chunk before touching any state, so a refused batch changes nothing.
-  std::vector<int> seen;
+  // Check the whole plan before touching any state, so a refused batch changes nothing.
+  if (batch.slot_mapping.size() != std::size_t(batch.rows())) {
+    throw InvalidArgument("PagedKVCache: the batch has " + std::to_string(batch.rows()) +
+                          " rows but " + std::to_string(batch.slot_mapping.size()) +
+                          " slots (every row of a paged pass needs one)");
+  }
+  for (const BlockCopy& c : batch.block_copies) check_block(c.src, "block copy source");
+  for (const BlockCopy& c : batch.block_copies) check_block(c.dst, "block copy destination");
+  std::vector<std::int64_t> seen;
   int max_blocks = 1;
   int max_q = 0;
+  int row = 0;
   for (const SequenceChunk& c : batch.chunks) {
     const std::string who = "PagedKVCache: sequence " + std::to_string(c.seq);
-    if (!manager_.contains(c.seq)) throw InvalidArgument(who + " has no block table");
     if (std::find(seen.begin(), seen.end(), c.seq) != seen.end()) {
       throw InvalidArgument(who + " appears in two chunks of one batch");
     }
     seen.push_back(c.seq);
     const int end = c.start_pos + c.num_tokens;
-    const BlockTable& table = manager_.block_table(c.seq);
-    if (end > table.num_tokens()) {
-      throw InvalidArgument(who + ": positions " + std::to_string(c.start_pos) + ".." +
-                            std::to_string(end - 1) + " need slots but only " +
-                            std::to_string(table.num_tokens()) + " are reserved");
-    }
     if (end > max_seq_len_) {
       throw InvalidArgument(who + ": position " + std::to_string(end - 1) +
                             " is past max_seq_len " + std::to_string(max_seq_len_));
     }
-    max_blocks = std::max(max_blocks, (end + block_size_ - 1) / block_size_);
+    const int used_blocks = (end + block_size_ - 1) / block_size_;
+    if (int(c.block_ids.size()) < used_blocks) {
+      throw InvalidArgument(who + ": positions up to " + std::to_string(end - 1) + " need " +
+                            std::to_string(used_blocks) + " blocks but its block table has " +
+                            std::to_string(c.block_ids.size()));
+    }
+    for (int b = 0; b < used_blocks; ++b) check_block(c.block_ids[std::size_t(b)], who + "'s block");
+    // Each row's slot must be where its block table puts its position (one plan, one truth).
+    for (int i = 0; i < c.num_tokens; ++i, ++row) {
+      const int p = c.start_pos + i;
+      const std::int64_t want =
+          std::int64_t(c.block_ids[std::size_t(p / block_size_)]) * block_size_ + p % block_size_;
+      if (batch.slot_mapping[std::size_t(row)] != want) {
+        throw InvalidArgument(who + ": row " + std::to_string(row) + " (position " +
+                              std::to_string(p) + ") has slot " +
+                              std::to_string(batch.slot_mapping[std::size_t(row)]) +
+                              " but its block table says " + std::to_string(want));
+      }
+    }
+    max_blocks = std::max(max_blocks, used_blocks);
     max_q = std::max(max_q, c.num_tokens);
   }
+  copy_blocks(batch.block_copies, stream);
 
   rows_ = batch.rows();
   batch_ = static_cast<int>(batch.chunks.size());
@@ -89,17 +113,15 @@ void PagedKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream)
   int* tables = slots + rows_;
   int* lens = tables + std::size_t(batch_) * max_blocks_;
   int* cu = lens + batch_;
-  int row = 0;
+  for (int r = 0; r < rows_; ++r) {
+    slots[r] = static_cast<int>(batch.slot_mapping[std::size_t(r)]);  // < layer_rows() ≤ INT_MAX
+  }
   for (int b = 0; b < batch_; ++b) {
     const SequenceChunk& c = batch.chunks[std::size_t(b)];
-    const BlockTable& table = manager_.block_table(c.seq);
-    for (int i = 0; i < c.num_tokens; ++i) {
-      slots[row++] = static_cast<int>(table.slot(c.start_pos + i));  // < layer_rows() ≤ INT_MAX
-    }
     const int end = c.start_pos + c.num_tokens;
-    const std::vector<int>& ids = table.block_ids();
     const int used_blocks = (end + block_size_ - 1) / block_size_;
-    std::copy(ids.begin(), ids.begin() + used_blocks, tables + std::size_t(b) * max_blocks_);
+    std::copy(c.block_ids.begin(), c.block_ids.begin() + used_blocks,
+              tables + std::size_t(b) * max_blocks_);
     lens[b] = end;
     cu[b + 1] = cu[b] + c.num_tokens;
   }
@@ -147,15 +169,17 @@ void PagedKVCache::attend(int layer, const float* q, float* out, cudaStream_t st
   });
 }
 
+void PagedKVCache::check_block(int block, const std::string& what) const {
+  if (block < 0 || block >= num_blocks_) {
+    throw InvalidArgument("PagedKVCache: " + what + " " + std::to_string(block) +
+                          " is outside the pool [0, " + std::to_string(num_blocks_) + ")");
+  }
+}
+
 void PagedKVCache::copy_blocks(const std::vector<BlockCopy>& copies, cudaStream_t stream) {
   if (copies.empty()) return;
   host_pairs_.clear();
-  for (const BlockCopy& c : copies) {
-    if (c.src < 0 || c.src >= num_blocks_ || c.dst < 0 || c.dst >= num_blocks_) {
-      throw InvalidArgument("PagedKVCache: block copy " + std::to_string(c.src) + " -> " +
-                            std::to_string(c.dst) + " names a block outside [0, " +
-                            std::to_string(num_blocks_) + ")");
-    }
+  for (const BlockCopy& c : copies) {  // checked by begin_forward
     host_pairs_.push_back(c.src);
     host_pairs_.push_back(c.dst);
   }
@@ -174,10 +198,10 @@ void PagedKVCache::copy_blocks(const std::vector<BlockCopy>& copies, cudaStream_
   CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-std::vector<float> PagedKVCache::to_host(std::int64_t seq_id, int layer, int length,
-                                         bool values) const {
-  const BlockTable& table = manager_.block_table(seq_id);
-  if (length < 0 || length > table.num_tokens() || layer < 0 || layer >= layout_.n_layers) {
+std::vector<float> PagedKVCache::to_host(const std::vector<int>& block_ids, int layer,
+                                         int length, bool values) const {
+  if (length < 0 || std::int64_t(length) > std::int64_t(block_ids.size()) * block_size_ ||
+      layer < 0 || layer >= layout_.n_layers) {
     throw InvalidArgument("PagedKVCache::to_host: layer " + std::to_string(layer) +
                           ", length " + std::to_string(length) + " out of range");
   }
@@ -189,7 +213,10 @@ std::vector<float> PagedKVCache::to_host(std::int64_t seq_id, int layer, int len
     std::vector<float> out;
     out.reserve(std::size_t(length) * kv_dim);
     for (int p = 0; p < length; ++p) {
-      const std::int64_t r = std::int64_t(layer) * layer_rows() + table.slot(p);
+      const int block = block_ids[std::size_t(p / block_size_)];
+      check_block(block, "to_host block");
+      const std::int64_t slot = std::int64_t(block) * block_size_ + p % block_size_;
+      const std::int64_t r = std::int64_t(layer) * layer_rows() + slot;
       CUDA_CHECK(cudaMemcpy(row.data(), reinterpret_cast<const T*>(pool) + r * kv_dim,
                             row.size() * sizeof(T), cudaMemcpyDeviceToHost));
       for (const T& x : row) out.push_back(to_float(x));

@@ -2,7 +2,8 @@
 /// \file
 /// \brief `PagedKVCache`: the device side of chapter 2's paged KV cache — one pool of
 /// fixed-size KV blocks per layer, addressed through the block tables a `KVCacheManager`
-/// keeps on the host, and the PagedAttention kernels that read it (`DeviceKVCache`).
+/// keeps on the host, and the PagedAttention kernels that read it (`DeviceKVCache`). It never
+/// sees the manager: each pass's `ForwardBatch` carries the block tables, slots and copies.
 ///
 /// Host and device split the work the way an OS and its MMU do:
 ///
@@ -14,34 +15,37 @@
 ///
 /// Per forward pass (`ModelRunner::forward`):
 ///
-///     begin_forward   for each chunk (seq = the manager's sequence id): slot mapping of its
-///                     rows, its block table row and context length → uploaded once
+///     begin_forward   checks the plan (every row's slot is where its chunk's block table
+///                     puts it; blocks inside the pool), performs the block copies, then
+///                     uploads slot mapping, block tables and context lengths in one copy
 ///     append_kv(l)    paged KV write: row r's K/V → slot_mapping[r] of layer l's pool
-///     attend(l)       every chunk the same length q ≤ 64 (decode, speculative verification):
+///     attend(l)       every chunk the same length q ≤ 16 (decode, speculative verification):
 ///                     paged decode (split-K over long contexts); otherwise the varlen paged
 ///                     prefill kernel, which also serves mixed prefill + decode batches
 ///
-/// The manager must have reserved every slot a batch writes (`allocate` / `append_slots`) and
-/// the caller must perform the manager's `BlockCopy`s (`copy_blocks`) before the pass.
+/// The block tables come from the scheduler's `KVCacheManager` (or a decoder's), which must
+/// have reserved every slot a batch writes (`allocate` / `append_slots`).
 #include <cstdint>
 #include <vector>
 
+#include <string>
+
+#include "common/engine/kv/kv_cache_block.h"
 #include "common/engine/model/device_kv_cache.h"
-#include "common/engine/kv/kv_cache_manager.h"
 #include "common/model_config.h"
 #include "kernels/device_buffer.h"
 
 namespace nanoserve::engine {
 
-/// \brief Paged K/V pools on the device for the sequences of a `KVCacheManager`.
+/// \brief Paged K/V pools on the device: `num_blocks` blocks of `block_size` positions.
 class PagedKVCache final : public DeviceKVCache {
  public:
-  /// \brief Allocates pools matching `manager`'s block count and size (which must outlive
-  /// this) in storage type `dtype`; sequences may hold up to `max_seq_len` positions (0 = the
-  /// model's context). Throws `InvalidArgument` for a `max_seq_len` outside
-  /// [1, config.max_seq_len] or a pool whose slots do not fit int32 slot ids, `CudaError`
-  /// when the device is full.
-  PagedKVCache(const ModelConfig& config, DType dtype, const KVCacheManager& manager,
+  /// \brief Allocates pools of `num_blocks` blocks of `block_size` positions (the block
+  /// manager's sizes) in storage type `dtype`; sequences may hold up to `max_seq_len`
+  /// positions (0 = the model's context). Throws `InvalidArgument` for sizes < 1, a
+  /// `max_seq_len` outside [1, config.max_seq_len] or a pool whose slots do not fit int32
+  /// slot ids, `CudaError` when the device is full.
+  PagedKVCache(const ModelConfig& config, DType dtype, int num_blocks, int block_size,
                int max_seq_len = 0);
 
   /// @name DeviceKVCache
@@ -50,9 +54,10 @@ class PagedKVCache final : public DeviceKVCache {
   KVLayout layout() const override { return layout_; }
   /// \brief Most positions one sequence may hold.
   int max_seq_len() const override { return max_seq_len_; }
-  /// \brief Checks every chunk (a live sequence of the manager, used once, whose rows have
-  /// reserved slots and fit `max_seq_len`), then uploads the slot mapping, block tables and
-  /// context lengths. Throws `InvalidArgument` before anything is uploaded otherwise.
+  /// \brief Checks the plan (one slot per row, each where its chunk's block table puts it; a
+  /// sequence once; blocks inside the pool; positions within `max_seq_len`), performs the
+  /// batch's block copies, then uploads the slot mapping, block tables and context lengths.
+  /// Throws `InvalidArgument` before anything is copied or uploaded otherwise.
   void begin_forward(const ForwardBatch& batch, cudaStream_t stream) override;
   /// \brief One paged KV write for all rows of the batch into layer `layer`'s pools.
   void append_kv(int layer, const float* k, const float* v, cudaStream_t stream) override;
@@ -60,23 +65,26 @@ class PagedKVCache final : public DeviceKVCache {
   void attend(int layer, const float* q, float* out, cudaStream_t stream) override;
   /// @}
 
-  /// \brief Performs the manager's copy-on-write copies (every layer, K and V) on `stream`;
-  /// call it before the forward pass that writes into the destinations.
-  void copy_blocks(const std::vector<BlockCopy>& copies, cudaStream_t stream);
-
   /// \brief Device bytes of the K and V pools.
   std::int64_t pool_bytes() const;
   /// \brief Whether the last `attend` used the decode kernel (else the varlen prefill one).
   bool last_pass_was_decode() const { return decode_q_len_ > 0; }
-  /// \brief The cached keys (`values == false`) or values of sequence `seq_id`, `layer`,
-  /// positions 0 .. `length`-1, gathered through its block table and widened to fp32:
+  /// \brief The cached keys (`values == false`) or values of `layer`, positions
+  /// 0 .. `length`-1 of the sequence whose block table is `block_ids`, widened to fp32:
   /// (length, n_kv_heads, head_dim). For tests.
-  std::vector<float> to_host(std::int64_t seq_id, int layer, int length, bool values) const;
+  std::vector<float> to_host(const std::vector<int>& block_ids, int layer, int length,
+                             bool values) const;
+  /// \brief Blocks in each pool.
+  int num_blocks() const { return num_blocks_; }
+  /// \brief Positions per block.
+  int block_size() const { return block_size_; }
 
  private:
   std::int64_t layer_rows() const;  // slots per layer: num_blocks * block_size
+  void check_block(int block, const std::string& what) const;  // InvalidArgument if outside
+  // Copy-on-write copies (every layer, K and V) on `stream`, before the pass writes.
+  void copy_blocks(const std::vector<BlockCopy>& copies, cudaStream_t stream);
 
-  const KVCacheManager& manager_;
   int n_heads_;
   KVLayout layout_;
   int max_seq_len_;

@@ -22,38 +22,16 @@
 
 namespace nanoserve::engine {
 
-class KVCacheManager;
-
 /// \brief Runs forward passes.
 class Executor {
  public:
   virtual ~Executor() = default;
-  /// \brief Called by the serving loops (`run_continuous`, `run_static`) with the KV cache
-  /// manager whose block tables this run's outputs refer to — before the first `execute` —
-  /// and with nullptr when the run ends. An executor over real paged KV sizes its device
-  /// pools from it; one that keeps its own KV (the fake) ignores it.
-  virtual void attach_kv(const KVCacheManager* kv) { (void)kv; }
   /// \brief Performs `output.block_copies`, writes the K/V of every row to its slot, and
   /// returns one sampled token per sequence with `sample` set, in `output.seqs` order.
-  /// Called only with a non-empty output.
+  /// Called only with a non-empty output. The output is all an executor reads of the step:
+  /// block tables, slots and copies travel in it (an executor over real paged KV owns pools
+  /// of the scheduler's block count and size from its construction).
   virtual std::vector<int> execute(const SchedulerOutput& output) = 0;
-};
-
-/// \brief Attaches a KV manager to an executor for one run and detaches it on every exit
-/// (an exception included), so the executor never keeps a manager that no longer exists.
-class ScopedKVAttachment {
- public:
-  /// \brief `executor.attach_kv(&kv)`.
-  ScopedKVAttachment(Executor& executor, const KVCacheManager& kv) : executor_(executor) {
-    executor_.attach_kv(&kv);
-  }
-  /// \brief `executor.attach_kv(nullptr)`.
-  ~ScopedKVAttachment() { executor_.attach_kv(nullptr); }
-  ScopedKVAttachment(const ScopedKVAttachment&) = delete;
-  ScopedKVAttachment& operator=(const ScopedKVAttachment&) = delete;
-
- private:
-  Executor& executor_;
 };
 
 /// \brief Time in seconds, as the serving loop sees it.

@@ -15,10 +15,8 @@ namespace nanoserve::engine {
 
 namespace {
 
-// Block size of the scratch sequence that computes wasted rows (any size works: it only
-// has to hold max_tokens_per_step positions).
-constexpr int kScratchBlockSize = 16;
-constexpr std::int64_t kScratchSeq = 0;
+// The padding sequence's id in a pass: no request has a negative id.
+constexpr std::int64_t kPaddingSeq = -1;
 
 RunnerOptions runner_options(const DeviceModel& model, const ModelExecutorOptions& o) {
   const int context = model.config().max_seq_len;
@@ -37,6 +35,8 @@ ModelExecutorOptions executor_options_for(const SchedulerConfig& config) {
   o.max_tokens_per_step = config.max_num_batched_tokens;
   o.max_logit_rows = config.max_num_seqs;
   o.max_seq_len = config.max_model_len;
+  o.num_kv_blocks = config.num_kv_blocks;
+  o.block_size = config.block_size;
   return o;
 }
 
@@ -46,6 +46,8 @@ ModelExecutorOptions executor_options_for(const StaticBatchConfig& config,
   o.max_tokens_per_step = max_tokens_per_step;
   o.max_logit_rows = config.batch_size;
   o.max_seq_len = config.max_model_len;
+  o.num_kv_blocks = config.num_kv_blocks;
+  o.block_size = config.block_size;
   o.compute_wasted_rows = true;
   return o;
 }
@@ -53,36 +55,38 @@ ModelExecutorOptions executor_options_for(const StaticBatchConfig& config,
 ModelExecutor::ModelExecutor(const DeviceModel& model, ModelExecutorOptions options)
     : model_(model), options_(options), runner_(model, runner_options(model, options)) {
   if (options_.max_seq_len == 0) options_.max_seq_len = model.config().max_seq_len;
-}
-
-void ModelExecutor::attach_kv(const KVCacheManager* kv) {
-  cache_.reset();
-  kv_ = kv;
-  if (kv_ != nullptr) {
-    cache_ = std::make_unique<PagedKVCache>(model_.config(), model_.dtype(), *kv_,
-                                            options_.max_seq_len);
+  if (options_.num_kv_blocks < 1 || options_.block_size < 1) {
+    throw InvalidArgument("ModelExecutor: need num_kv_blocks >= 1 and block_size >= 1, got " +
+                          std::to_string(options_.num_kv_blocks) + " and " +
+                          std::to_string(options_.block_size));
   }
+  // Padding rows of a pass: positions 0 .. max_tokens_per_step-1 of one padding sequence.
+  int blocks = options_.num_kv_blocks;
+  if (options_.compute_wasted_rows) {
+    const int padding_len = std::min(options_.max_tokens_per_step, options_.max_seq_len);
+    const int n = (padding_len + options_.block_size - 1) / options_.block_size;
+    for (int b = 0; b < n; ++b) padding_blocks_.push_back(blocks + b);
+    blocks += n;
+  }
+  cache_ = std::make_unique<PagedKVCache>(model_.config(), model_.dtype(), blocks,
+                                          options_.block_size, options_.max_seq_len);
 }
 
 std::vector<int> ModelExecutor::execute(const SchedulerOutput& output) {
-  if (cache_ == nullptr) {
-    throw std::logic_error("ModelExecutor::execute: no KV cache manager is attached (the "
-                           "serving loops attach theirs with attach_kv)");
-  }
   // A pass that threw last time may have left rows behind.
   batch_ = ForwardBatch{};
   batch_samplers_.clear();
   batch_sample_index_.clear();
-  // Copy-on-write copies first: the pass below writes into their destinations.
-  cache_->copy_blocks(output.block_copies, 0);
+  // Copy-on-write copies go with the first pass: it writes into their destinations.
+  batch_.block_copies = output.block_copies;
 
   std::vector<int> sampled(static_cast<std::size_t>(output.num_sampled()), -1);
   const int max_rows = options_.max_tokens_per_step;
   int sample_index = 0;
   for (const ScheduledSequence& s : output.seqs) {
-    if (s.seq_id > std::numeric_limits<int>::max() || s.seq_id < 0) {
-      throw InvalidArgument("ModelExecutor: request id " + std::to_string(s.seq_id) +
-                            " does not fit the KV cache's int sequence handles");
+    if (s.block_table == nullptr) {
+      throw InvalidArgument("ModelExecutor: request " + std::to_string(s.seq_id) +
+                            " is scheduled without a block table");
     }
     // The sequence's rows, in pieces that fit the pass being built.
     for (int done = 0; done < s.num_tokens;) {
@@ -95,9 +99,8 @@ std::vector<int> ModelExecutor::execute(const SchedulerOutput& output) {
         run_pass(sampled);
         continue;
       }
-      const auto first = output.input_ids.begin() + s.row_begin + done;
-      batch_.tokens.insert(batch_.tokens.end(), first, first + n);
-      batch_.chunks.push_back({static_cast<int>(s.seq_id), s.start_pos + done, n});
+      batch_.add_chunk(s.seq_id, output.input_ids.data() + s.row_begin + done, n,
+                       s.start_pos + done, s.block_table);
       if (last && s.sample) {
         batch_.logit_rows.push_back(batch_.rows() - 1);
         batch_samplers_.push_back(&s);
@@ -107,8 +110,8 @@ std::vector<int> ModelExecutor::execute(const SchedulerOutput& output) {
     }
     sample_index += s.sample;
   }
+  if (options_.compute_wasted_rows) add_padding(output.num_wasted_rows, sampled);
   if (batch_.rows() > 0) run_pass(sampled);
-  if (options_.compute_wasted_rows) compute_wasted(output.num_wasted_rows);
   // A last pass without logits has not synchronized: finish before the caller reads a clock.
   CUDA_CHECK(cudaStreamSynchronize(0));
   return sampled;
@@ -125,39 +128,42 @@ void ModelExecutor::run_pass(std::vector<int>& sampled) {
                s.request->seq.sampling, static_cast<std::uint64_t>(s.end_pos()));
   }
   ++num_passes_;
-  num_rows_ += batch_.rows();
+  for (const SequenceChunk& c : batch_.chunks) num_rows_ += c.seq == kPaddingSeq ? 0 : c.num_tokens;
   batch_ = ForwardBatch{};
   batch_samplers_.clear();
   batch_sample_index_.clear();
 }
 
-// Padding and idle slots cost a padded batch real rows; here they are rows of a throwaway
-// sequence (token 0 at positions 0..n-1) in a pool of their own, computed and discarded. Their
-// linear layers cost what padded rows cost; their attention spans n positions rather than the
-// batch's, a small difference at these sizes.
-void ModelExecutor::compute_wasted(int rows) {
-  if (rows <= 0) return;
-  const int piece_max = std::min(options_.max_tokens_per_step, options_.max_seq_len);
-  if (scratch_kv_ == nullptr) {
-    const int blocks = (piece_max + kScratchBlockSize - 1) / kScratchBlockSize;
-    scratch_kv_ = std::make_unique<KVCacheManager>(blocks, kScratchBlockSize, false);
-    scratch_cache_ = std::make_unique<PagedKVCache>(model_.config(), model_.dtype(),
-                                                    *scratch_kv_, piece_max);
-  }
+// Padding and idle rows cost a padded batch real rows of the same pass. Here they are one more
+// chunk per pass: a padding sequence (token 0 at positions 0..n-1) whose blocks lie past the
+// scheduler's, filling the pass up to max_tokens_per_step rows; what does not fit goes into
+// further passes, as a padded batch too big for one pass would. Their linear layers cost what
+// padded rows cost; their attention spans n positions rather than the batch's, a small
+// difference at these sizes.
+void ModelExecutor::add_padding(int rows, std::vector<int>& sampled) {
+  const int capacity = static_cast<int>(padding_blocks_.size()) * options_.block_size;
   for (int left = rows; left > 0;) {
-    const int n = std::min(left, piece_max);
-    Sequence ghost;
-    ghost.seq_id = kScratchSeq;
-    ghost.token_ids.assign(static_cast<std::size_t>(n), 0);
-    scratch_kv_->allocate(ghost);
-    ForwardBatch batch = ForwardBatch::single(static_cast<int>(kScratchSeq), ghost.token_ids, 0,
-                                              LogitRows::kLast);
-    batch.logit_rows.clear();
-    runner_.forward(batch, *scratch_cache_);
-    scratch_kv_->free(kScratchSeq);
-    ++num_passes_;
+    int n = std::min({left, options_.max_tokens_per_step - batch_.rows(), capacity,
+                      options_.max_seq_len});
+    if (n == 0) {  // the pass is full
+      run_pass(sampled);
+      continue;
+    }
+    SequenceChunk c;
+    c.seq = kPaddingSeq;
+    c.start_pos = 0;
+    c.num_tokens = n;
+    c.block_ids = padding_blocks_;
+    batch_.chunks.push_back(std::move(c));
+    batch_.tokens.insert(batch_.tokens.end(), static_cast<std::size_t>(n), 0);
+    for (int p = 0; p < n; ++p) {
+      batch_.slot_mapping.push_back(
+          std::int64_t(padding_blocks_[std::size_t(p / options_.block_size)]) *
+              options_.block_size + p % options_.block_size);
+    }
     num_wasted_rows_ += n;
     left -= n;
+    if (left > 0) run_pass(sampled);  // one padding chunk per pass
   }
 }
 

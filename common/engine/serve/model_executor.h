@@ -2,14 +2,18 @@
 /// \file
 /// \brief `ModelExecutor`: the real model behind the `Executor` seam (chapters 3 and 4) — a
 /// `SchedulerOutput` becomes one `ForwardBatch` over paged KV, one forward pass through the
-/// kernels, and one sampled token per sampling sequence.
+/// kernels, and one sampled token per sampling sequence. The scheduler's output is all it
+/// reads: block tables, slots and copies travel in it (it never sees the `KVCacheManager`),
+/// and its device pools have the scheduler's block count and size from the start.
 ///
 ///     SchedulerOutput                         ForwardBatch (one pass)
 ///     ───────────────                         ───────────────────────
-///     block_copies ──► PagedKVCache::copy_blocks, before anything is written
-///     seq 4: pos 32..37 (prefill chunk)  ──►  chunk {seq 4, start 32, 6 rows}   no logits
+///     block_copies                       ──►  block_copies (done before any row is written)
+///     seq 4: pos 32..37 (prefill chunk)  ──►  chunk {seq 4, start 32, 6 rows, its blocks}
 ///     seq 2: pos 41     (decode)         ──►  chunk {seq 2, start 41, 1 row}    logit row 6
 ///     seq 7: pos 9      (decode)         ──►  chunk {seq 7, start 9,  1 row}    logit row 7
+///     slot_mapping                       ──►  slot_mapping (each row's K/V destination)
+///     num_wasted_rows (static batching)  ──►  padding rows of the same pass (see below)
 ///                                             │ ModelRunner::forward: every layer writes
 ///                                             │ its rows' K/V, then attends (the contract)
 ///                                             ▼
@@ -26,6 +30,11 @@
 /// into several passes at row boundaries; a sequence cut in two writes its first part's KV in
 /// the earlier pass, so causality holds. Size the runner to the scheduler's budgets
 /// (`executor_options_for`) and every continuous-batching step is exactly one pass.
+///
+/// Static batching's waste (padding to the longest prompt, finished members' idle rows) is
+/// paid the way a padded batch on a GPU pays it: as extra rows *of the same pass* — one more
+/// chunk, of a padding sequence whose blocks lie past the scheduler's in a private part of the
+/// pool — so the weights are read once per pass, not once more for the padding.
 
 #include <cstdint>
 #include <memory>
@@ -34,7 +43,6 @@
 
 #include "common/engine/model/device_model.h"
 #include "common/engine/serve/executor.h"
-#include "common/engine/kv/kv_cache_manager.h"
 #include "common/engine/model/model_runner.h"
 #include "common/engine/model/paged_kv_cache.h"
 
@@ -50,37 +58,40 @@ struct ModelExecutorOptions {
   int max_tokens_per_step = 512;  ///< rows of one forward pass (bigger outputs are split)
   int max_logit_rows = 64;        ///< sampled sequences of one forward pass
   int max_seq_len = 0;            ///< most positions per sequence; 0 = the model's context
+  int num_kv_blocks = 1024;       ///< blocks of the scheduler's pool (its `num_kv_blocks`)
+  int block_size = 16;            ///< positions per block (the scheduler's `block_size`)
   /// \brief Also compute `SchedulerOutput::num_wasted_rows` (static batching's padding and
-  /// idle slots), as dummy rows of a scratch sequence, so wall-clock timings pay for them as
-  /// a padded batch would. Off: wasted rows are only counted.
+  /// idle rows) as rows of the same pass, so timings pay for them as a padded batch would.
+  /// Off: wasted rows are only counted.
   bool compute_wasted_rows = false;
 };
 
 /// \brief Options whose buffers hold one continuous-batching step of `config` in one pass:
-/// max_num_batched_tokens rows, max_num_seqs logit rows, max_model_len positions.
+/// max_num_batched_tokens rows, max_num_seqs logit rows, max_model_len positions, and the
+/// scheduler's pool (num_kv_blocks of block_size).
 ModelExecutorOptions executor_options_for(const SchedulerConfig& config);
 /// \brief Options for a static batch of `config`: a pass of up to `max_tokens_per_step` rows
-/// (the padded prefill is split), batch_size logit rows, max_model_len positions.
+/// (the padded prefill is split), batch_size logit rows, max_model_len positions, its pool,
+/// wasted rows computed.
 ModelExecutorOptions executor_options_for(const StaticBatchConfig& config,
                                           int max_tokens_per_step = 512);
 
 /// \brief The model's forward over the scheduler's paged KV, as an `Executor`.
 class ModelExecutor final : public Executor {
  public:
-  /// \brief A runner for `options` over `model` (which must outlive it). KV pools are made
-  /// when a run attaches its manager. Throws `InvalidArgument` for sizes < 1 or a
-  /// `max_seq_len` beyond the model's context.
+  /// \brief A runner for `options` over `model` (which must outlive it) and device KV pools
+  /// of `num_kv_blocks` blocks (plus, with `compute_wasted_rows`, the padding sequence's).
+  /// Throws `InvalidArgument` for sizes < 1 or a `max_seq_len` beyond the model's context,
+  /// `CudaError` when the device is full.
   ModelExecutor(const DeviceModel& model, ModelExecutorOptions options = {});
 
-  /// \brief Allocates device KV pools matching `kv` (nullptr frees them).
-  void attach_kv(const KVCacheManager* kv) override;
-  /// \brief Block copies, then the forward pass(es) of `output`, then one sampled token per
-  /// sampling sequence in `output.seqs` order (see the file comment). Throws `std::logic_error`
-  /// when no manager is attached, and the runner's `InvalidArgument`s for a batch the KV
-  /// cache refuses (a slot never reserved, a sequence unknown to the manager).
+  /// \brief The forward pass(es) of `output` (its block copies first), then one sampled token
+  /// per sampling sequence in `output.seqs` order (see the file comment). Throws the cache's
+  /// `InvalidArgument`s for a plan it refuses (a sequence without a block table, a slot outside
+  /// the pool or not where its table says).
   std::vector<int> execute(const SchedulerOutput& output) override;
 
-  /// \brief Forward passes run (wasted-row passes included).
+  /// \brief Forward passes run.
   long long num_passes() const { return num_passes_; }
   /// \brief Useful rows computed.
   long long num_rows() const { return num_rows_; }
@@ -93,16 +104,14 @@ class ModelExecutor final : public Executor {
 
  private:
   void run_pass(std::vector<int>& sampled);
-  void compute_wasted(int rows);
+  void add_padding(int rows, std::vector<int>& sampled);
 
   const DeviceModel& model_;
   ModelExecutorOptions options_;
   ModelRunner runner_;
-  const KVCacheManager* kv_ = nullptr;
+  // The scheduler's blocks [0, num_kv_blocks), then the padding sequence's (if any).
   std::unique_ptr<PagedKVCache> cache_;
-  // A scratch sequence for wasted rows: its own small pool, so the scheduler's is untouched.
-  std::unique_ptr<KVCacheManager> scratch_kv_;
-  std::unique_ptr<PagedKVCache> scratch_cache_;
+  std::vector<int> padding_blocks_;  // the padding sequence's block table (positions 0..)
   // The pass being built: its batch and, per logit row, which entry of `sampled` it fills.
   ForwardBatch batch_;
   std::vector<const ScheduledSequence*> batch_samplers_;

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// \brief `SchedulerOutput`: the plan of one forward pass, as the scheduler hands it to the
-/// executor (vLLM v1's `SchedulerOutput`). Chapters 3 and 4 produce it; the `ModelRunner`'s
-/// batched forward (or, in tests, the `FakeExecutor`) consumes it.
+/// executor (vLLM v1's `SchedulerOutput`). Chapters 3 and 4 produce it; the `ModelExecutor`
+/// (or, in tests, the `FakeExecutor`) consumes it — it is all an executor reads of the step.
 ///
 /// Each scheduled sequence contributes a run of consecutive positions — a whole prompt, a
 /// prefill chunk, or the one token sampled last — and the runs are laid out row after row:

@@ -20,7 +20,6 @@ ServingRun run_continuous(std::vector<Request> workload, const SchedulerConfig& 
   run.num_kv_blocks = config.num_kv_blocks;
   order_arrivals(workload, run.start_s);
   Scheduler scheduler(config, detokenize);
-  const ScopedKVAttachment attached(executor, scheduler.kv());
 
   size_t next = 0;  // first request not yet added
   auto collect = [&] {

@@ -158,7 +158,6 @@ ServingRun run_static(std::vector<Request> workload, const StaticBatchConfig& co
   run.num_kv_blocks = config.num_kv_blocks;
   order_arrivals(workload, run.start_s);
   KVCacheManager kv(config.num_kv_blocks, config.block_size, config.enable_prefix_caching);
-  const ScopedKVAttachment attached(executor, kv);
   BatchRunner runner(config, kv, executor, clock, detokenize, run);
 
   const size_t n = workload.size();
