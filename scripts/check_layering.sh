@@ -34,6 +34,12 @@ while IFS= read -r file; do
       echo "$file:$line: includes \"$inc\", which its layer may not use (allowed: $pattern)"
       status=1
     fi
+    # The model side reads only the scheduler's output, never the block manager.
+    if [[ "$file" == common/engine/model/* || "$file" == common/engine/serve/model_executor.* ]] &&
+       [[ "$inc" =~ ^common/engine/kv/(kv_cache_manager|block_pool)\.h$ ]]; then
+      echo "$file:$line: includes \"$inc\": the model side reads the plan, not the manager"
+      status=1
+    fi
   done < <(grep -noE '^#include "[^"]+"' "$file" | sed -E 's/^([0-9]+):#include "([^"]+)"/\1:\2/')
 done < <(git ls-files 'common/*' 'kernels/*' 'chapters/*' 'apps/*' | grep -E '\.(h|cpp|cu|cuh)$')
 if ((status == 0)); then echo "layering: every include points one way"; fi
