@@ -156,8 +156,10 @@ int run(Args a) {
   const bool sim = std::string(engine::kernel_backend()) == "sim";
   std::printf("\n(times: %s; c = draft seconds per drafted token / plain seconds per token;\n"
               " verify_x = seconds per verify forward / plain seconds per token; predict = the paper's\n"
-              " (1-a^(g+1)) / ((1-a)(g c + 1)); pred_v puts verify_x in place of its 1; c_bytes = draft\n"
-              " weight bytes / target's, pred@bytes = the prediction where a step costs its weight bytes)\n",
+              " E(a,k) / (k c + 1) with E(a,k) = (1-a^(k+1)) / (1-a), over the rounds the run had (k =\n"
+              " drafts a round offered; empty = rounds offering none, pred t/f = the E it predicts per\n"
+              " forward); pred_v puts verify_x in place of the 1; c_bytes = draft weight bytes /\n"
+              " target's, pred@bytes = the prediction where a step costs its weight bytes)\n",
               sim ? "CPU simulator wall clock: they show trends, not GPU speed" : "wall clock");
   print_rows("speculative decoding through the kernels", rows);
   if (a.warnings) {

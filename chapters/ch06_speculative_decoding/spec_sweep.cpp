@@ -51,6 +51,12 @@ speculative::SpecStats spec_pass(speculative::SpecDecoder& decoder, const std::v
     sum.target_seconds += s.target_seconds;
     sum.draft_seconds += s.draft_seconds;
     sum.decode_seconds += s.decode_seconds;
+    if (sum.rounds_offering.size() < s.rounds_offering.size()) {
+      sum.rounds_offering.resize(s.rounds_offering.size(), 0);
+    }
+    for (std::size_t k = 0; k < s.rounds_offering.size(); ++k) {
+      sum.rounds_offering[k] += s.rounds_offering[k];
+    }
   }
   return sum;
 }
@@ -95,12 +101,18 @@ SweepRow measure_sweep_row(speculative::RollbackDecoder& target, speculative::Pr
   row.c = median(c_ratio);
   row.verify_cost = median(verify);
   row.measured_speedup = median(speedup);
-  row.predicted_speedup = speculative::predicted_speedup(row.alpha, gamma, row.c);
-  row.predicted_with_verify = row.verify_cost > 0 ? speculative::expected_tokens_per_round(row.alpha, gamma) /
-                                                       (gamma * row.c + row.verify_cost)
-                                                 : 0.0;
+  // Predictions over the rounds the run really had (rounds offering fewer than γ drafts, or
+  // none — an n-gram without a match — count as what they are).
+  row.rounds_offering = s.rounds_offering;
+  const std::vector<int64_t>& offered = row.rounds_offering;
+  row.empty_rounds = s.rounds > 0 && !offered.empty() ? double(offered[0]) / double(s.rounds) : 0;
+  row.predicted_tokens_per_forward = speculative::expected_tokens_per_round(row.alpha, offered);
+  row.predicted_speedup = speculative::predicted_speedup(row.alpha, offered, row.c);
+  row.predicted_with_verify =
+      row.verify_cost > 0 ? speculative::predicted_speedup(row.alpha, offered, row.c, row.verify_cost)
+                          : 0.0;
   row.c_bytes = draft.bytes_ratio;
-  row.predicted_at_bytes = speculative::predicted_speedup(row.alpha, gamma, row.c_bytes);
+  row.predicted_at_bytes = speculative::predicted_speedup(row.alpha, offered, row.c_bytes);
   row.generated = s.generated;
   return row;
 }
@@ -141,15 +153,17 @@ std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDra
 std::string format_sweep_table(const std::vector<SweepRow>& rows) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-8s %-24s %5s %6s %8s %6s %8s %8s %8s %8s %7s %10s\n",
-                "case", "draft", "gamma", "alpha", "tok/fwd", "c", "verify_x", "speedup",
+  std::snprintf(line, sizeof line,
+                "%-8s %-24s %5s %6s %8s %8s %6s %6s %8s %8s %8s %8s %7s %10s\n", "case", "draft",
+                "gamma", "alpha", "tok/fwd", "pred t/f", "empty", "c", "verify_x", "speedup",
                 "predict", "pred_v", "c_bytes", "pred@bytes");
   out += line;
   for (const SweepRow& r : rows) {
     std::snprintf(line, sizeof line,
-                  "%-8s %-24s %5d %6.3f %8.2f %6.3f %8.2f %8.2f %8.2f %8.2f %7.3f %10.2f\n",
+                  "%-8s %-24s %5d %6.3f %8.2f %8.2f %5.0f%% %6.3f %8.2f %8.2f %8.2f %8.2f "
+                  "%7.3f %10.2f\n",
                   r.case_label.c_str(), r.draft.c_str(), r.gamma, r.alpha, r.tokens_per_forward,
-                  r.c, r.verify_cost, r.measured_speedup, r.predicted_speedup,
+                  r.predicted_tokens_per_forward, 100.0 * r.empty_rounds, r.c, r.verify_cost, r.measured_speedup, r.predicted_speedup,
                   r.predicted_with_verify, r.c_bytes, r.predicted_at_bytes);
     out += line;
   }
@@ -162,6 +176,9 @@ nlohmann::json to_json(const SweepRow& r) {
           {"gamma", r.gamma},
           {"alpha", r.alpha},
           {"tokens_per_forward", r.tokens_per_forward},
+          {"predicted_tokens_per_forward", r.predicted_tokens_per_forward},
+          {"empty_rounds", r.empty_rounds},
+          {"rounds_offering", r.rounds_offering},
           {"c", r.c},
           {"verify_cost", r.verify_cost},
           {"measured_speedup", r.measured_speedup},

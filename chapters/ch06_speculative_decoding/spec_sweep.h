@@ -49,18 +49,25 @@ struct SweepRow {
   int gamma = 0;                   ///< draft tokens per round
   double alpha = 0;                ///< acceptance rate (`SpecStats::acceptance_rate`)
   double tokens_per_forward = 0;   ///< generated tokens per target verify forward
+  /// \brief Tokens per verify forward predicted from α over the rounds the run had
+  /// (`expected_tokens_per_round(alpha, rounds_offering)`): compare with `tokens_per_forward`.
+  double predicted_tokens_per_forward = 0;
+  double empty_rounds = 0;         ///< fraction of rounds whose proposer offered nothing
+  std::vector<int64_t> rounds_offering;  ///< `SpecStats::rounds_offering` over all prompts
   /// \brief Median of: draft decode seconds per proposed token / plain decode step seconds.
   double c = 0;
   /// \brief Median of: seconds per verify forward / plain decode step seconds.
   double verify_cost = 0;
   /// \brief Median of: plain wall time / speculative wall time, prefills included.
   double measured_speedup = 0;
-  double predicted_speedup = 0;    ///< `predicted_speedup(alpha, gamma, c)`
-  /// \brief The same expected tokens per round over the round's measured cost in plain steps,
-  /// γ·c + verify_cost, instead of the paper's γ·c + 1 (a verify is not free on a CPU).
+  /// \brief `predicted_speedup(alpha, rounds_offering, c)`: the paper's formula over the
+  /// rounds the run had (a round offering k drafts costs k·c + 1 and yields E(α, k)).
+  double predicted_speedup = 0;
+  /// \brief The same with each round's verification at its measured cost in plain steps,
+  /// k·c + verify_cost, instead of the paper's k·c + 1 (a verify is not free on a CPU).
   double predicted_with_verify = 0;
   double c_bytes = 0;              ///< `SweepDraft::bytes_ratio` (0 for n-gram)
-  double predicted_at_bytes = 0;   ///< `predicted_speedup(alpha, gamma, c_bytes)`
+  double predicted_at_bytes = 0;   ///< `predicted_speedup(alpha, rounds_offering, c_bytes)`
   int64_t generated = 0;           ///< tokens generated over all prompts
 };
 

@@ -28,6 +28,26 @@ double predicted_speedup(double alpha, int gamma, double c) {
   return expected_tokens_per_round(alpha, gamma) / (gamma * c + 1.0);
 }
 
+double expected_tokens_per_round(double alpha, const std::vector<int64_t>& rounds_offering) {
+  double tokens = 0, rounds = 0;
+  for (std::size_t k = 0; k < rounds_offering.size(); ++k) {
+    tokens += double(rounds_offering[k]) * expected_tokens_per_round(alpha, int(k));
+    rounds += double(rounds_offering[k]);
+  }
+  return rounds > 0 ? tokens / rounds : 0.0;
+}
+
+double predicted_speedup(double alpha, const std::vector<int64_t>& rounds_offering, double c,
+                         double verify) {
+  double tokens = 0, cost = 0;
+  for (std::size_t k = 0; k < rounds_offering.size(); ++k) {
+    const double n = double(rounds_offering[k]);
+    tokens += n * expected_tokens_per_round(alpha, int(k));
+    cost += n * (double(k) * c + verify);
+  }
+  return cost > 0 ? tokens / cost : 0.0;
+}
+
 SpecDecoder::SpecDecoder(RollbackDecoder& target, Proposer& proposer, SpecOptions options)
     : target_(target), proposer_(proposer), options_(std::move(options)) {
   if (options_.gamma < 1) {
@@ -163,6 +183,10 @@ SpecResult SpecDecoder::generate(const std::vector<int>& prompt, const GenerateO
     round.accepted = v.accepted;
     ++s.rounds;
     s.proposed += round.proposed;
+    if (s.rounds_offering.size() <= std::size_t(round.proposed)) {
+      s.rounds_offering.resize(std::size_t(round.proposed) + 1, 0);
+    }
+    ++s.rounds_offering[std::size_t(round.proposed)];
     s.accepted += v.accepted;
     if (v.accepted < round.proposed) ++s.rejected;
     target_.truncate(L + v.accepted);  // KV of t_{L-1} and the kept drafts

@@ -69,6 +69,9 @@ struct SpecStats {
   double target_seconds = 0;   ///< all verify forwards of the target
   double draft_seconds = 0;    ///< all `propose` calls
   double decode_seconds = 0;   ///< wall time of all rounds: the two above plus verification
+  /// \brief Rounds by draft tokens offered: entry k counts rounds whose proposer offered k
+  /// (0 when an n-gram finds no match, fewer than γ near the end of a generation).
+  std::vector<int64_t> rounds_offering;
   /// \brief α: accepted / (accepted + rejected) — the drafts the rule actually judged (those
   /// after a rejection in the same round never are). 0 when nothing was judged.
   double acceptance_rate() const;
@@ -109,11 +112,29 @@ class SpecDecoder {
 /// \param gamma draft tokens per round
 double expected_tokens_per_round(double alpha, int gamma);
 
+/// \brief Expected tokens per round over the rounds a run really had: rounds offering k
+/// drafts yield `expected_tokens_per_round(alpha, k)` (a round offering none yields 1), so
+/// Σ_k n_k E(α, k) / Σ_k n_k. Equals the γ formula when every round offered γ; 0 for no rounds.
+/// \param alpha           per-token acceptance rate in [0, 1]
+/// \param rounds_offering entry k: rounds whose proposer offered k drafts (`SpecStats`)
+double expected_tokens_per_round(double alpha, const std::vector<int64_t>& rounds_offering);
+
 /// \brief Leviathan et al. 2023's expected walltime improvement (Theorem 3.8):
 /// (1 − α^(γ+1)) / ((1 − α)(γc + 1)), with the limit (γ+1)/(γc+1) at α = 1.
 /// \param alpha per-token acceptance rate in [0, 1]
 /// \param gamma draft tokens per round
 /// \param c     cost of one draft step relative to one target step
 double predicted_speedup(double alpha, int gamma, double c);
+
+/// \brief The same prediction over the rounds a run really had: Σ_k n_k E(α, k) /
+/// Σ_k n_k (k·c + verify), where `verify` is the cost of a verification forward relative to
+/// one target step (1 in the paper's model). Rounds that offer nothing cost a target step
+/// and yield one token — what an n-gram proposer without a match does. 0 for no rounds.
+/// \param alpha           per-token acceptance rate in [0, 1]
+/// \param rounds_offering entry k: rounds whose proposer offered k drafts (`SpecStats`)
+/// \param c               cost of one draft step relative to one target step
+/// \param verify          cost of one verification forward relative to one target step
+double predicted_speedup(double alpha, const std::vector<int64_t>& rounds_offering, double c,
+                         double verify = 1.0);
 
 }  // namespace nanoserve::speculative

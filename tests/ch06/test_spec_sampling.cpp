@@ -146,18 +146,25 @@ TEST(Ch06SpecSampling, SweepRowsAreConsistentWithTheirCounts) {
   for (const ch06::SweepRow& r : rows) {
     SCOPED_TRACE(r.draft + " " + std::to_string(r.gamma));
     EXPECT_EQ(r.generated, 12);
-    EXPECT_DOUBLE_EQ(r.predicted_speedup, predicted_speedup(r.alpha, r.gamma, r.c));
-    EXPECT_DOUBLE_EQ(r.predicted_at_bytes, predicted_speedup(r.alpha, r.gamma, r.c_bytes));
-    EXPECT_DOUBLE_EQ(r.predicted_with_verify, expected_tokens_per_round(r.alpha, r.gamma) /
-                                                  (r.gamma * r.c + r.verify_cost));
+    // Predictions are over the rounds the run had (rounds_offering), not γ every round.
+    EXPECT_DOUBLE_EQ(r.predicted_speedup, predicted_speedup(r.alpha, r.rounds_offering, r.c));
+    EXPECT_DOUBLE_EQ(r.predicted_at_bytes,
+                     predicted_speedup(r.alpha, r.rounds_offering, r.c_bytes));
+    EXPECT_DOUBLE_EQ(r.predicted_with_verify,
+                     predicted_speedup(r.alpha, r.rounds_offering, r.c, r.verify_cost));
+    EXPECT_DOUBLE_EQ(r.predicted_tokens_per_forward,
+                     expected_tokens_per_round(r.alpha, r.rounds_offering));
     EXPECT_GT(r.measured_speedup, 0.0);
     if (r.draft == "identical") {
       EXPECT_DOUBLE_EQ(r.alpha, 1.0);
       EXPECT_DOUBLE_EQ(r.tokens_per_forward, r.gamma + 1.0);  // 12 divides by 2 and by 4
+      EXPECT_DOUBLE_EQ(r.predicted_tokens_per_forward, r.tokens_per_forward);
+      EXPECT_DOUBLE_EQ(r.empty_rounds, 0.0);
     }
   }
   EXPECT_NE(ch06::format_sweep_table(rows).find("ngram"), std::string::npos);
   EXPECT_EQ(ch06::to_json(rows[0])["gamma"], 1);
+  EXPECT_TRUE(ch06::to_json(rows[0]).contains("rounds_offering"));
 }
 
 }  // namespace
