@@ -47,9 +47,11 @@
 
 namespace nanoserve {
 
-/// \brief One layer's paged K and V pools.
+/// \brief A view of one layer's paged K and V pools: what a paged attention kernel is handed,
+/// with the batch's DeviceBlockTables. Non-owning; the engine's `PagedKVCache`
+/// (common/engine) owns the memory and builds one of these per layer and step.
 template <typename T>
-struct PagedKvCache {
+struct PagedKVView {
   const T* k_cache = nullptr;  ///< (num_blocks, block_size, n_kv_heads, head_dim) keys
   const T* v_cache = nullptr;  ///< (num_blocks, block_size, n_kv_heads, head_dim) values
   int num_blocks = 0;          ///< physical blocks in each pool (>= 1)
@@ -120,7 +122,7 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
 ///         width version 2 cannot load, a partition that is not a whole number of blocks, a
 ///         too small workspace, or a context too long for version 1's shared memory
 template <typename T>
-void launch_paged_attention_decode(const float* q, const PagedKvCache<T>& kv,
+void launch_paged_attention_decode(const float* q, const PagedKVView<T>& kv,
                                    const DeviceBlockTables& tables, int q_len,
                                    const AttentionHeads& heads, float* out,
                                    DecodeWorkspace workspace, cudaStream_t stream, int version = 0,
@@ -161,7 +163,7 @@ inline constexpr int kPagedPrefillVersions = 1;
 /// \throws std::invalid_argument for bad sizes or head counts
 template <typename T>
 void launch_paged_attention_prefill(const float* q, const int* cu_seqlens_q, int total_q,
-                                    int max_q_len, const PagedKvCache<T>& kv,
+                                    int max_q_len, const PagedKVView<T>& kv,
                                     const DeviceBlockTables& tables, const AttentionHeads& heads,
                                     float* out, cudaStream_t stream, int version = 0);
 /// @}

@@ -365,7 +365,7 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 
 // Whether v02 can load rows of these pools with 16-byte vectors.
 template <typename T>
-bool decode_v02_supported(const PagedKvCache<T>& kv, int head_dim) {
+bool decode_v02_supported(const PagedKVView<T>& kv, int head_dim) {
   return head_dim % kVec16<T> == 0 && aligned16(kv.k_cache) && aligned16(kv.v_cache);
 }
 
@@ -374,7 +374,7 @@ int num_partitions(int max_context, int keys_per_split) {
 }
 
 template <typename T, int kMaxRows>
-void launch_decode_v02(const float* q, const PagedKvCache<T>& kv, const DeviceBlockTables& tables,
+void launch_decode_v02(const float* q, const PagedKVView<T>& kv, const DeviceBlockTables& tables,
                        int q_len, const AttentionHeads& heads, float* out, int num_splits,
                        int keys_per_split, float* part_o, float* part_ml, cudaStream_t stream) {
   const int group = heads.n_heads / heads.n_kv_heads;
@@ -414,7 +414,7 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
 }
 
 template <typename T>
-void launch_paged_attention_decode(const float* q, const PagedKvCache<T>& kv,
+void launch_paged_attention_decode(const float* q, const PagedKVView<T>& kv,
                                    const DeviceBlockTables& tables, int q_len,
                                    const AttentionHeads& heads, float* out,
                                    DecodeWorkspace workspace, cudaStream_t stream, int version,
@@ -488,7 +488,7 @@ void launch_paged_attention_decode(const float* q, const PagedKvCache<T>& kv,
 
 #define NANOSERVE_INSTANTIATE_PAGED_DECODE(T)                                                     \
   template void launch_paged_attention_decode<T>(                                                 \
-      const float*, const PagedKvCache<T>&, const DeviceBlockTables&, int, const AttentionHeads&, \
+      const float*, const PagedKVView<T>&, const DeviceBlockTables&, int, const AttentionHeads&, \
       float*, DecodeWorkspace, cudaStream_t, int, int);
 NANOSERVE_INSTANTIATE_PAGED_DECODE(float)
 NANOSERVE_INSTANTIATE_PAGED_DECODE(__half)

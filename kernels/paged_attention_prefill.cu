@@ -200,7 +200,7 @@ __global__ void paged_attention_prefill_kernel_v01(
 
 template <typename T, int kRowsPerWarp, int kDimsPerLane>
 void launch_prefill_v01(const float* q, const int* cu_seqlens_q, int total_q, int max_q_len,
-                        const PagedKvCache<T>& kv, const DeviceBlockTables& tables,
+                        const PagedKVView<T>& kv, const DeviceBlockTables& tables,
                         const AttentionHeads& heads, float* out, cudaStream_t stream) {
   constexpr int kBr = kPrefillWarps * kRowsPerWarp;
   const int group = heads.n_heads / heads.n_kv_heads;
@@ -222,7 +222,7 @@ void launch_prefill_v01(const float* q, const int* cu_seqlens_q, int total_q, in
 
 template <typename T>
 void launch_paged_attention_prefill(const float* q, const int* cu_seqlens_q, int total_q,
-                                    int max_q_len, const PagedKvCache<T>& kv,
+                                    int max_q_len, const PagedKVView<T>& kv,
                                     const DeviceBlockTables& tables, const AttentionHeads& heads,
                                     float* out, cudaStream_t stream, int version) {
   constexpr const char* kOp = "launch_paged_attention_prefill";
@@ -247,7 +247,7 @@ void launch_paged_attention_prefill(const float* q, const int* cu_seqlens_q, int
 
 #define NANOSERVE_INSTANTIATE_PAGED_PREFILL(T)                                              \
   template void launch_paged_attention_prefill<T>(                                          \
-      const float*, const int*, int, int, const PagedKvCache<T>&, const DeviceBlockTables&, \
+      const float*, const int*, int, int, const PagedKVView<T>&, const DeviceBlockTables&, \
       const AttentionHeads&, float*, cudaStream_t, int);
 NANOSERVE_INSTANTIATE_PAGED_PREFILL(float)
 NANOSERVE_INSTANTIATE_PAGED_PREFILL(__half)

@@ -79,7 +79,7 @@ __device__ __forceinline__ uint4 nan_vector() {
 /// Keeps every key index below 2^30, so positions, FastDivmod and `j + keys_per_split` stay
 /// inside `int`.
 template <typename T>
-void check_paged_args(const char* op, const PagedKvCache<T>& kv, const DeviceBlockTables& tables,
+void check_paged_args(const char* op, const PagedKVView<T>& kv, const DeviceBlockTables& tables,
                       const AttentionHeads& heads) {
   kargs::require_at_least(op, "num_blocks", kv.num_blocks, 1);
   kargs::require(kv.block_size >= 1 && kv.block_size <= kPagedMaxBlockSize, op,

@@ -75,7 +75,7 @@ BenchCase paged_case(PagedVariant variant, int batch, int context, int q_len, in
     }
     const int version = variant == PagedVariant::kV01 ? 1 : 2;
     return [=](cudaStream_t s) {
-      const PagedKvCache<T> kv{b->k_pool.get(), b->v_pool.get(), num_blocks, block_size};
+      const PagedKVView<T> kv{b->k_pool.get(), b->v_pool.get(), num_blocks, block_size};
       const DeviceBlockTables t{b->tables.get(), b->lens.get(), batch, blocks_per_seq};
       launch_paged_attention_decode<T>(b->q.get(), kv, t, q_len, heads, b->out.get(),
                                        {b->workspace.get(), b->workspace.size()}, s, version,

@@ -173,12 +173,12 @@ TEST(PagedPrefill, BadBlockIdPoisonsOnlyItsSequence) {
 
 TEST(PagedPrefillArgs, RejectsBadArguments) {
   alignas(16) static float pool[4];  // argument checks run before any launch
-  const auto prefill = [](PagedKvCache<float> kv, DeviceBlockTables t, int total_q, int max_q_len,
+  const auto prefill = [](PagedKVView<float> kv, DeviceBlockTables t, int total_q, int max_q_len,
                           AttentionHeads heads, int version) {
     launch_paged_attention_prefill<float>(nullptr, nullptr, total_q, max_q_len, kv, t, heads,
                                           nullptr, nullptr, version);
   };
-  const PagedKvCache<float> kv{pool, pool, 8, 16};
+  const PagedKVView<float> kv{pool, pool, 8, 16};
   const DeviceBlockTables t{nullptr, nullptr, 2, 4};
   const AttentionHeads ok{4, 2, 16};
   EXPECT_THROW(prefill({pool, pool, 0, 16}, t, 4, 4, ok, 0), std::invalid_argument);
