@@ -91,8 +91,8 @@ void launch_gemv_elementwise(const W& w, const float* x, float* y, int batch,
   }
 }
 
-/// \brief The chunk loop (v03+): warp v of block blk computes rows `(blk · 8 + v) · kRows …
-/// + kRows − 1` for `batch <= kBatch` vectors. x (batch, cols), y (batch, rows);
+/// \brief The chunk loop (v03+): warp v of block blk computes the kRows rows from
+/// `(blk · 8 + v) · kRows` on, for `batch <= kBatch` vectors. x (batch, cols), y (batch, rows);
 /// grid (ceil(rows / (8 · kRows))), block 256.
 template <typename Chunks, int kBatch, int kRows, int kUnroll>
 __global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
