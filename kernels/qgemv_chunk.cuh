@@ -140,7 +140,7 @@ struct ExponentDequant {
 /// `(q − z)·2^(j·bits)`, the kernel sums products per position j, and multiplies each of the
 /// kPositions sums by scale_j once per chunk — three instructions per weight. (At batch > 1 the
 /// FMUL is shared by the batch's FMAs anyway and the per-position sums would cost kPositions
-/// registers per vector, so v05 keeps v04's policy there.)
+/// registers per vector, so v06 keeps v05's policy there.)
 template <int kBits>
 struct DeferredScaleDequant : ExponentDequant<kBits> {
   /// \brief `word` returns unscaled values; the kernel applies `Params::scale` per position.
