@@ -16,6 +16,10 @@
 ///                           k_cache[((b * max_seq_len + j) * n_kv_heads + g) * head_dim + …]
 ///
 /// Only cache rows below each sequence's length are read; the rest may hold anything.
+///
+/// The kernels (kernels/attention_decode.cu, kernels/attention_prefill.cu) are written once
+/// over a KV addressing policy (kernels/attention_kv.cuh) and serve the paged pool of
+/// kernels/paged_attention.h too, with the same version numbers.
 
 #include <cstddef>
 

@@ -1,7 +1,9 @@
 #pragma once
 /// \file
 /// \brief A plain device-to-device byte copy kernel: the bandwidth yardstick of `bench_kernels`
-/// (a memory-bound kernel is judged against what a copy achieves on the same device).
+/// (a memory-bound kernel is judged against what a copy achieves on the same device). No engine
+/// code uses it; it exists as the benchmark's roofline reference (the 100% of its `%copy`
+/// column, beside cudaMemcpy) and is tested so that that reference is a correct copy.
 
 #include <cstddef>
 

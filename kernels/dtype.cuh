@@ -40,6 +40,10 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
   }
 }
 
+/// \brief Applies `X(T)` to each storage type: what a kernel file's explicit instantiations of
+/// its templated launchers use, e.g. `NANOSERVE_FOR_EACH_STORAGE_TYPE(INSTANTIATE)`.
+#define NANOSERVE_FOR_EACH_STORAGE_TYPE(X) X(float) X(__half) X(__nv_bfloat16)
+
 /// \brief Storage value -> fp32 (exact).
 __host__ __device__ __forceinline__ float to_float(float v) { return v; }
 /// \brief Storage value -> fp32 (exact).

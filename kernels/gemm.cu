@@ -1,31 +1,45 @@
-// GEMM for prefill: Y = X Wᵀ.
-//   X (m, k) fp32 row-major; W (n, k) row-major, storage type T; Y (m, n) fp32 row-major.
+// GEMM for prefill: Y = X Wᵀ, for dense weights (launch_gemm_*, kernels/gemm.h) and for
+// W8A16 / W4A16 quantized ones (launch_qgemm_*, kernels/qgemm.h).
+//   X (m, k) fp32 row-major; W (n, k) row-major; Y (m, n) fp32 row-major.
 // Both operands are k-contiguous (each output is a dot product of a row of X and a row of W).
 //
-// Versions (each adds one idea, after siboehm/SGEMM_CUDA; `bench_kernels --kernel gemm`):
+// Every kernel is written once over an operand loader (`W` below): `DenseWeights<T>`
+// (kernels/linear_common.cuh: a weight in storage type T, converted to fp32) or `QuantWeights`
+// (kernels/qlinear_common.cuh: a code dequantized, s · (q − z), with the group looked up through
+// g_idx when there is one). The loader is called where a W value enters the computation, so the
+// quantized GEMM dequantizes each weight once per tile of X rows — once per 16 rows in v02, per
+// 64 in v03 — and runs at the speed of the tiling it is built on. Version N is the same idea for
+// both (`bench_kernels --kernel gemm` / `--kernel qgemm`):
+//
+// Versions (each adds one idea, after siboehm/SGEMM_CUDA):
 //   v01  one thread per output element, both operands read from global memory. Every X and W
-//        value is fetched once per output that uses it: m*n*k loads for m*n*k multiply-adds.
+//        value is fetched (and dequantized) once per output that uses it: m*n*k loads for
+//        m*n*k multiply-adds.
 //   v02  shared-memory tiling: a block loads a 16x16 tile of X and of W (coalesced, along k),
 //        then every thread uses each staged value 16 times — global traffic / 16.
 //   v03  2D register blocktiling (SGEMM_CUDA kernel 5): a 256-thread block owns a 64x64 tile
 //        of Y and each thread a 4x4 sub-tile, so per k step a thread loads 4 + 4 values from
 //        shared memory for 16 multiply-adds (v02: 2 loads per multiply-add). Shared memory
-//        bandwidth, v02's limit, is no longer the bottleneck.
+//        bandwidth, v02's limit, is no longer the bottleneck; a weight's dequantization (a byte
+//        load, a group lookup, a scale) is ~1/64 of a multiply-add per product.
+//
+// The quantized W loads read one code per element (consecutive threads walk k: 16 codes = 8
+// bytes of an INT4 row per half-warp). Prefill is not bandwidth-bound at these tile sizes, so
+// wider code loads would buy little; tensor-core tiles (Marlin) are what a faster version needs.
 //
 // Partial tiles (m, n, k not multiples of the tile) load zeros and skip the stores outside Y.
-// launch_gemm dispatches to v03. Tests: tests/kernels/test_gemm.cpp (every version x dtype
-// against oracle::matmul).
+// launch_gemm and launch_qgemm dispatch to v03. Tests: tests/kernels/test_gemm.cpp and
+// test_qgemm.cpp (every version against oracle::matmul, on the dequantized W for qgemm).
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
-#include "kernels/dtype.cuh"
 #include "kernels/gemm.h"
+#include "kernels/kernel_args.h"
+#include "kernels/linear_common.cuh"
+#include "kernels/qgemm.h"
+#include "kernels/qlinear_common.cuh"
 
 namespace nanoserve {
 namespace {
-
-constexpr int kMaxGridY = 65535;
 
 // ---------------------------------------------------------------------------------------------
 // v01: naive. block (16, 16): threadIdx.x -> column n (Y stores coalesced, X reads broadcast),
@@ -33,17 +47,16 @@ constexpr int kMaxGridY = 65535;
 
 constexpr int kV01Block = 16;
 
-template <typename T>
-__global__ void gemm_kernel_v01(const T* __restrict__ w, const float* __restrict__ x,
-                                float* __restrict__ y, int m, int n, int k,
+template <typename W>
+__global__ void gemm_kernel_v01(W w, const float* __restrict__ x, float* __restrict__ y, int m,
                                 Epilogue epilogue) {
+  const int n = w.rows, k = w.cols;
   const int col = blockIdx.x * kV01Block + threadIdx.x;
   const int row = blockIdx.y * kV01Block + threadIdx.y;
   if (row >= m || col >= n) return;
   const float* x_row = x + static_cast<std::int64_t>(row) * k;  // (k)
-  const T* w_row = w + static_cast<std::int64_t>(col) * k;      // (k)
   float acc = 0.0f;
-  for (int i = 0; i < k; ++i) acc += x_row[i] * to_float(w_row[i]);
+  for (int i = 0; i < k; ++i) acc += x_row[i] * w.at(col, i);
   apply_epilogue(&y[static_cast<std::int64_t>(row) * n + col], acc, epilogue);
 }
 
@@ -55,15 +68,15 @@ __global__ void gemm_kernel_v01(const T* __restrict__ w, const float* __restrict
 
 constexpr int kV02Tile = 16;
 
-template <typename T>
-__global__ void gemm_kernel_v02(const T* __restrict__ w, const float* __restrict__ x,
-                                float* __restrict__ y, int m, int n, int k,
+template <typename W>
+__global__ void gemm_kernel_v02(W w, const float* __restrict__ x, float* __restrict__ y, int m,
                                 Epilogue epilogue) {
   // +1 column of padding: in the inner loop the 16 threads of a row read ws[tx][c], addresses
   // 17 floats apart, i.e. 16 different banks; without it (16 apart) they would hit 2 banks.
   __shared__ float xs[kV02Tile][kV02Tile + 1];  // (m, k) tile of X
-  __shared__ float ws[kV02Tile][kV02Tile + 1];  // (n, k) tile of W, converted to fp32
+  __shared__ float ws[kV02Tile][kV02Tile + 1];  // (n, k) tile of W, as fp32
 
+  const int n = w.rows, k = w.cols;
   const int tx = threadIdx.x;
   const int ty = threadIdx.y;
   const int m0 = blockIdx.y * kV02Tile;
@@ -77,9 +90,7 @@ __global__ void gemm_kernel_v02(const T* __restrict__ w, const float* __restrict
   for (int k0 = 0; k0 < k; k0 += kV02Tile) {
     const int kk = k0 + tx;
     xs[ty][tx] = row < m && kk < k ? x[static_cast<std::int64_t>(row) * k + kk] : 0.0f;
-    ws[ty][tx] =
-        w_load_row < n && kk < k ? to_float(w[static_cast<std::int64_t>(w_load_row) * k + kk])
-                                 : 0.0f;
+    ws[ty][tx] = w_load_row < n && kk < k ? w.at(w_load_row, kk) : 0.0f;
     __syncthreads();  // the tiles are complete
     for (int c = 0; c < kV02Tile; ++c) acc += xs[ty][c] * ws[tx][c];
     __syncthreads();  // everyone is done with the tiles before the next iteration overwrites them
@@ -113,13 +124,14 @@ constexpr int kV03Pad = 4;
 static_assert(kBM == kBN, "the load loop below fills both tiles with one index mapping");
 static_assert(kBM * kBK % kV03Threads == 0, "each thread loads the same number of elements");
 
-template <typename T>
+template <typename W>
 __global__ void __launch_bounds__(kV03Threads)
-    gemm_kernel_v03(const T* __restrict__ w, const float* __restrict__ x, float* __restrict__ y,
-                    int m, int n, int k, Epilogue epilogue) {
+    gemm_kernel_v03(W w, const float* __restrict__ x, float* __restrict__ y, int m,
+                    Epilogue epilogue) {
   __shared__ __align__(16) float xs[kBK][kBM + kV03Pad];  // (k, m) tile of X, transposed
   __shared__ __align__(16) float ws[kBK][kBN + kV03Pad];  // (k, n) tile of W, transposed, fp32
 
+  const int n = w.rows, k = w.cols;
   const int tid = threadIdx.x;
   const int tx = tid % (kBN / kTN);
   const int ty = tid / (kBN / kTN);
@@ -134,7 +146,8 @@ __global__ void __launch_bounds__(kV03Threads)
   }
 
   for (int k0 = 0; k0 < k; k0 += kBK) {
-    // Consecutive threads walk k within a row: 16 threads read 64 contiguous bytes of X.
+    // Consecutive threads walk k within a row: 16 threads read 64 contiguous bytes of X (and
+    // neighbouring weights, or codes of a quantized W).
     NS_UNROLL
     for (int l = 0; l < kV03Loads; ++l) {
       const int e = tid + l * kV03Threads;
@@ -144,7 +157,7 @@ __global__ void __launch_bounds__(kV03Threads)
       const int xr = m0 + r;
       const int wr = n0 + r;
       xs[c][r] = xr < m && kk < k ? x[static_cast<std::int64_t>(xr) * k + kk] : 0.0f;
-      ws[c][r] = wr < n && kk < k ? to_float(w[static_cast<std::int64_t>(wr) * k + kk]) : 0.0f;
+      ws[c][r] = wr < n && kk < k ? w.at(wr, kk) : 0.0f;
     }
     __syncthreads();  // the tiles are complete
 
@@ -178,84 +191,69 @@ __global__ void __launch_bounds__(kV03Threads)
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// launchers
+
 // Launches `kernel` over row chunks of at most 65535 tiles each (the gridDim.y limit).
-template <typename Kernel, typename T>
-void launch_row_chunks(Kernel kernel, int tile_m, int tile_n, dim3 block, const T* w,
-                       const float* x, float* y, int m, int n, int k, cudaStream_t stream,
-                       Epilogue epilogue) {
-  const int grid_x = (n + tile_n - 1) / tile_n;
-  const std::int64_t rows_per_launch = static_cast<std::int64_t>(kMaxGridY) * tile_m;
+template <typename W>
+void launch_row_chunks(void (*kernel)(W, const float*, float*, int, Epilogue), int tile_m,
+                       int tile_n, dim3 block, const W& w, const float* x, float* y, int m,
+                       cudaStream_t stream, Epilogue epilogue) {
+  const int grid_x = (w.rows + tile_n - 1) / tile_n;
+  const std::int64_t rows_per_launch = static_cast<std::int64_t>(kargs::kMaxGridYZ) * tile_m;
   for (std::int64_t r0 = 0; r0 < m; r0 += rows_per_launch) {
     const int rows = static_cast<int>(m - r0 < rows_per_launch ? m - r0 : rows_per_launch);
     launch(kernel, dim3(grid_x, (rows + tile_m - 1) / tile_m), block, 0, stream, w,
-           x + r0 * k, y + r0 * n, rows, n, k, epilogue);
+           x + r0 * w.cols, y + r0 * w.rows, rows, epilogue);
   }
+}
+
+// Version `version` (1..3) of the GEMM over loader `w`; the public launchers checked the
+// arguments.
+template <typename W>
+void run_gemm(int version, const W& w, const float* x, float* y, int m, cudaStream_t stream,
+              Epilogue epilogue) {
+  if (version == 1) {
+    launch_row_chunks(gemm_kernel_v01<W>, kV01Block, kV01Block, dim3(kV01Block, kV01Block), w, x,
+                      y, m, stream, epilogue);
+  } else if (version == 2) {
+    launch_row_chunks(gemm_kernel_v02<W>, kV02Tile, kV02Tile, dim3(kV02Tile, kV02Tile), w, x, y,
+                      m, stream, epilogue);
+  } else {
+    launch_row_chunks(gemm_kernel_v03<W>, kBM, kBN, dim3(kV03Threads), w, x, y, m, stream,
+                      epilogue);
+  }
+}
+
+template <int kVersion, typename T>
+void dense_gemm(const char* op, const T* w, const float* x, float* y, int m, int n, int k,
+                cudaStream_t stream, Epilogue epilogue) {
+  if (check_linear_args(op, w, x, y, m, n, k)) return;
+  run_gemm(kVersion, DenseWeights<T>{w, n, k}, x, y, m, stream, epilogue);
+}
+
+template <int kVersion>
+void quant_gemm(const char* op, const QuantizedWeightView& w, const float* x, float* y, int m,
+                cudaStream_t stream, Epilogue epilogue) {
+  if (check_quant_linear_args(op, w, x, y, m)) return;
+  run_gemm(kVersion, QuantWeights{w}, x, y, m, stream, epilogue);
 }
 
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// launchers
+// dispatch: dense W (gemm.h), then quantized W (qgemm.h); launch_gemm / launch_qgemm are v03
 
-template <typename T>
-void launch_gemm_v01(const T* w, const float* x, float* y, int m, int n, int k,
-                     cudaStream_t stream, Epilogue epilogue) {
-  if (check_linear_args("launch_gemm_v01", w, x, y, m, n, k)) return;
-  launch_row_chunks(gemm_kernel_v01<T>, kV01Block, kV01Block, dim3(kV01Block, kV01Block), w, x,
-                    y, m, n, k, stream, epilogue);
-}
+NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemm_v01, dense_gemm, 1)
+NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemm_v02, dense_gemm, 2)
+NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemm_v03, dense_gemm, 3)
+NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemm, dense_gemm, 3)
+NANOSERVE_DENSE_LINEAR_VERSION_LAUNCHER(launch_gemm_version, dense_gemm, kGemmVersions)
 
-template <typename T>
-void launch_gemm_v02(const T* w, const float* x, float* y, int m, int n, int k,
-                     cudaStream_t stream, Epilogue epilogue) {
-  if (check_linear_args("launch_gemm_v02", w, x, y, m, n, k)) return;
-  launch_row_chunks(gemm_kernel_v02<T>, kV02Tile, kV02Tile, dim3(kV02Tile, kV02Tile), w, x, y,
-                    m, n, k, stream, epilogue);
-}
-
-template <typename T>
-void launch_gemm_v03(const T* w, const float* x, float* y, int m, int n, int k,
-                     cudaStream_t stream, Epilogue epilogue) {
-  if (check_linear_args("launch_gemm_v03", w, x, y, m, n, k)) return;
-  launch_row_chunks(gemm_kernel_v03<T>, kBM, kBN, dim3(kV03Threads), w, x, y, m, n, k, stream,
-                    epilogue);
-}
-
-template <typename T>
-void launch_gemm_version(int version, const T* w, const float* x, float* y, int m, int n, int k,
-                         cudaStream_t stream, Epilogue epilogue) {
-  switch (version) {
-    case 1: return launch_gemm_v01(w, x, y, m, n, k, stream, epilogue);
-    case 2: return launch_gemm_v02(w, x, y, m, n, k, stream, epilogue);
-    case 3: return launch_gemm_v03(w, x, y, m, n, k, stream, epilogue);
-    default:
-      throw std::invalid_argument("launch_gemm_version: version " + std::to_string(version) +
-                                  " does not exist (1.." + std::to_string(kGemmVersions) + ")");
-  }
-}
-
-template <typename T>
-void launch_gemm(const T* w, const float* x, float* y, int m, int n, int k, cudaStream_t stream,
-                 Epilogue epilogue) {
-  launch_gemm_v03(w, x, y, m, n, k, stream, epilogue);
-}
-
-#define NANOSERVE_INSTANTIATE_GEMM(T)                                                         \
-  template void launch_gemm_v01<T>(const T*, const float*, float*, int, int, int,             \
-                                   cudaStream_t, Epilogue);                                   \
-  template void launch_gemm_v02<T>(const T*, const float*, float*, int, int, int,             \
-                                   cudaStream_t, Epilogue);                                   \
-  template void launch_gemm_v03<T>(const T*, const float*, float*, int, int, int,             \
-                                   cudaStream_t, Epilogue);                                   \
-  template void launch_gemm_version<T>(int, const T*, const float*, float*, int, int, int,    \
-                                       cudaStream_t, Epilogue);                               \
-  template void launch_gemm<T>(const T*, const float*, float*, int, int, int, cudaStream_t,   \
-                               Epilogue);
-
-NANOSERVE_INSTANTIATE_GEMM(float)
-NANOSERVE_INSTANTIATE_GEMM(__half)
-NANOSERVE_INSTANTIATE_GEMM(__nv_bfloat16)
-
-#undef NANOSERVE_INSTANTIATE_GEMM
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemm_v01, quant_gemm, 1)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemm_v02, quant_gemm, 2)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemm_v03, quant_gemm, 3)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemm, quant_gemm, 3)
+NANOSERVE_QUANT_LINEAR_VERSION_LAUNCHER(launch_qgemm_version, quant_gemm, kQGemmVersions)
 
 }  // namespace nanoserve

@@ -12,8 +12,10 @@
 /// | v02 | 16×16 tiles of X and W staged in shared memory, each loaded value used 16 times |
 /// | v03 | 64×64 block tiles, each thread computes a 4×4 register tile (2D blocktiling) |
 ///
-/// Every launcher handles any M, N, K (partial tiles are zero-padded) and throws
-/// std::invalid_argument for negative sizes or null buffers (`check_linear_args`).
+/// The kernels are written once over an operand loader and also serve the quantized GEMM
+/// (kernels/qgemm.h) with the same version numbers. Every launcher handles any M, N, K (partial
+/// tiles are zero-padded) and throws std::invalid_argument for negative sizes or null buffers
+/// (`check_linear_args`).
 
 #include "kernels/cuda_compat.h"
 #include "kernels/linear_common.cuh"

@@ -12,6 +12,8 @@
 /// | v02 | one warp per row: coalesced loads, `__shfl_xor_sync` reduction |
 /// | v03 | 16-byte loads, several in flight per lane, 8 rows per block, batch ≤ 16 in registers |
 ///
+/// The kernels (kernels/gemv.cuh) are written once over a weight loader and also serve the
+/// quantized GEMV (kernels/qgemv.h), whose v01–v03 are these versions over dequantized weights.
 /// Every launcher takes the same arguments, handles any sizes (tails of the vector width, warp
 /// and block), and throws std::invalid_argument for negative sizes or null buffers
 /// (`check_linear_args`).

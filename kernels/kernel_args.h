@@ -5,11 +5,17 @@
 /// thrown before anything is launched (DESIGN.md, "Bad input"). Kernels stay a leaf of the
 /// project, so these use the standard exception rather than common/error.h.
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace nanoserve::kargs {
+
+/// \brief Largest gridDim.y and gridDim.z of a launch (gridDim.x reaches 2^31 - 1).
+inline constexpr int kMaxGridYZ = 65535;
 
 /// \brief Throws `std::invalid_argument("<op>: <name> = <value> must be >= <min>")` unless
 /// `value >= min`.
@@ -33,6 +39,25 @@ inline void require_version(const char* op, int version, int count) {
     throw std::invalid_argument(std::string(op) + ": version = " + std::to_string(version) +
                                 " must be 0 (auto) or in [1, " + std::to_string(count) + "]");
   }
+}
+
+/// \brief Calls `f(std::integral_constant<int, kIndex + 1>{})` for the index with
+/// `kIndex + 1 == version` (run_version's fold).
+template <typename F, int... kIndex>
+void call_version(int version, F& f, std::integer_sequence<int, kIndex...>) {
+  (void)((version == kIndex + 1 && (f(std::integral_constant<int, kIndex + 1>{}), true)) || ...);
+}
+
+/// \brief Calls `f(std::integral_constant<int, version>{})` for `version` in 1..kCount: how a
+/// launcher turns a run-time version number into the compile-time one its kernels take.
+/// Throws `std::invalid_argument("<op>: version V does not exist (1..kCount)")` otherwise.
+template <int kCount, typename F>
+void run_version(const char* op, int version, F&& f) {
+  if (version < 1 || version > kCount) {
+    throw std::invalid_argument(std::string(op) + ": version " + std::to_string(version) +
+                                " does not exist (1.." + std::to_string(kCount) + ")");
+  }
+  call_version(version, f, std::make_integer_sequence<int, kCount>{});
 }
 
 /// \brief Throws unless `n_heads` is a positive multiple of a positive `n_kv_heads` (GQA).

@@ -4,6 +4,11 @@
 /// Serving with PagedAttention", SOSP 2023): causal GQA attention whose keys and values live
 /// in a pool of fixed-size KV blocks, found through per-sequence block tables (chapter 2).
 ///
+/// The kernels are those of the contiguous cache (kernels/attention.h), written once over a KV
+/// addressing policy (kernels/attention_kv.cuh: `ContiguousKV` or `PagedKV`) in
+/// kernels/attention_decode.cu and kernels/attention_prefill.cu, so a version number means the
+/// same idea for both layouts.
+///
 /// Layout, per layer (the launchers take the layer's base pointers):
 ///
 ///     k_cache, v_cache   (num_blocks, block_size, n_kv_heads, head_dim)    storage type T
@@ -47,9 +52,11 @@
 
 namespace nanoserve {
 
-/// \brief One layer's paged K and V pools.
+/// \brief A view of one layer's paged K and V pools: what a paged attention kernel is handed,
+/// with the batch's DeviceBlockTables. Non-owning; the engine's `PagedKVCache`
+/// (common/engine) owns the memory and builds one of these per layer and step.
 template <typename T>
-struct PagedKvCache {
+struct PagedKVView {
   const T* k_cache = nullptr;  ///< (num_blocks, block_size, n_kv_heads, head_dim) keys
   const T* v_cache = nullptr;  ///< (num_blocks, block_size, n_kv_heads, head_dim) values
   int num_blocks = 0;          ///< physical blocks in each pool (>= 1)
@@ -70,8 +77,9 @@ inline constexpr int kPagedMaxBlockSize = 4096;
 /// @name Decode: a few query positions per sequence
 /// @{
 
-/// \brief Number of paged decode kernel versions.
-inline constexpr int kPagedDecodeVersions = 2;
+/// \brief Number of paged decode kernel versions: the decode kernels are one source for both
+/// layouts (kernels/attention_decode.cu), so version N is the same idea as contiguous decode vN.
+inline constexpr int kPagedDecodeVersions = kAttentionDecodeVersions;
 
 /// \brief Default keys per split-K partition of paged decode v02 (the contiguous decode's
 /// chunk, so the two kernels are compared at the same parallelism).
@@ -94,8 +102,8 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
 /// causal among themselves), keys and values gathered through the block tables, on `stream`.
 ///
 /// Versions: 1 = one thread block per (sequence, query, query head): scores of every key in
-/// shared memory, gathered block by block, then softmax, then the weighted sum of V (needs
-/// `max_blocks_per_seq * block_size` floats of shared memory). 2 = one thread block per
+/// shared memory, each key found through the block table, then softmax, then the weighted sum
+/// of V (needs `max_blocks_per_seq * block_size` floats of shared memory). 2 = one thread block per
 /// (sequence, KV head, group of up to 8 (query, head) rows, partition): each K/V row is
 /// loaded once, with 16-byte loads, for all query heads of the GQA group and all query
 /// positions, through an online softmax (more than 8 rows — e.g. group 8 with q_len 2 — take
@@ -120,7 +128,7 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
 ///         width version 2 cannot load, a partition that is not a whole number of blocks, a
 ///         too small workspace, or a context too long for version 1's shared memory
 template <typename T>
-void launch_paged_attention_decode(const float* q, const PagedKvCache<T>& kv,
+void launch_paged_attention_decode(const float* q, const PagedKVView<T>& kv,
                                    const DeviceBlockTables& tables, int q_len,
                                    const AttentionHeads& heads, float* out,
                                    DecodeWorkspace workspace, cudaStream_t stream, int version = 0,
@@ -130,8 +138,9 @@ void launch_paged_attention_decode(const float* q, const PagedKvCache<T>& kv,
 /// @name Prefill: many query positions per sequence, variable lengths, one launch
 /// @{
 
-/// \brief Number of paged prefill kernel versions.
-inline constexpr int kPagedPrefillVersions = 1;
+/// \brief Number of paged prefill kernel versions: one source with contiguous prefill
+/// (kernels/attention_prefill.cu), so version N is the same idea as contiguous prefill vN.
+inline constexpr int kPagedPrefillVersions = kAttentionPrefillVersions;
 
 /// \brief Batched variable-length paged prefill: sequence b's new tokens are rows
 /// `cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1` of the packed `q`; with Q_b of them and
@@ -140,11 +149,14 @@ inline constexpr int kPagedPrefillVersions = 1;
 /// hit) or were just appended. A decode row is Q_b = 1, so one launch serves the mixed
 /// batches of chunked prefill (chapter 4).
 ///
-/// Version 1: FlashAttention-2 tiling (Dao 2023) over the paged keys: a thread block owns
-/// Br (position, query head) rows of one sequence's GQA group; K/V tiles of 32 keys are
-/// gathered through the block table into shared memory; each row keeps a running max m and
-/// sum l. Grid (ceil(max_q_len * group / Br), n_kv_heads, batch): the tiles past a shorter
-/// sequence's rows exit at once (the varlen grid of FlashAttention).
+/// Versions: 1 = one thread block per (sequence, new token, query head): scores of every key in
+/// shared memory, then softmax, then the weighted sum of V (as decode v01; needs
+/// `max_blocks_per_seq * block_size` floats of shared memory). 2 = FlashAttention-2 tiling
+/// (Dao 2023) over the paged keys: a thread block owns Br (position, query head) rows of one
+/// sequence's GQA group; K/V tiles of 32 keys are gathered through the block table into shared
+/// memory; each row keeps a running max m and sum l. Grid (ceil(max_q_len * group / Br),
+/// n_kv_heads, batch): the tiles past a shorter sequence's rows exit at once (the varlen grid
+/// of FlashAttention). 0 picks 2.
 /// \tparam T storage type of the pools: float, __half or __nv_bfloat16
 /// \param q            (total_q, n_heads, head_dim) fp32 queries of all sequences, packed
 /// \param cu_seqlens_q (batch + 1) device prefix sums of the Q_b: [0, Q_0, Q_0 + Q_1, …];
@@ -158,10 +170,11 @@ inline constexpr int kPagedPrefillVersions = 1;
 /// \param out          (total_q, n_heads, head_dim) fp32
 /// \param stream       CUDA stream
 /// \param version      0 (auto) or 1..kPagedPrefillVersions
-/// \throws std::invalid_argument for bad sizes or head counts
+/// \throws std::invalid_argument for bad sizes or head counts, or a context too long for
+///         version 1's shared memory
 template <typename T>
 void launch_paged_attention_prefill(const float* q, const int* cu_seqlens_q, int total_q,
-                                    int max_q_len, const PagedKvCache<T>& kv,
+                                    int max_q_len, const PagedKVView<T>& kv,
                                     const DeviceBlockTables& tables, const AttentionHeads& heads,
                                     float* out, cudaStream_t stream, int version = 0);
 /// @}

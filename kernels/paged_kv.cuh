@@ -1,20 +1,17 @@
 #pragma once
 /// \file
-/// \brief Device helpers of the paged attention kernels: finding the cache row ("slot") of a
-/// sequence's logical key through its block table, with a division by the block size that
-/// costs a multiply instead of a runtime integer division.
+/// \brief The device side of paged addressing: finding the cache row ("slot") of a sequence's
+/// logical key through its block table, with a division by the block size that costs a
+/// multiply instead of a runtime integer division. `PagedKV` (kernels/attention_kv.cuh) is the
+/// attention kernels' addressing policy built on it.
 ///
 ///     key j of sequence b  ─►  logical block j / block_size, offset j % block_size
 ///                          ─►  slot = block_tables[b][j / block_size] * block_size + offset
 ///                          ─►  K row at k_cache + (slot * n_kv_heads + g) * head_dim
 
 #include <cstdint>
-#include <string>
 
-#include "kernels/attention.h"
 #include "kernels/cuda_compat.h"
-#include "kernels/kernel_args.h"
-#include "kernels/paged_attention.h"
 
 namespace nanoserve {
 
@@ -73,30 +70,6 @@ __device__ __forceinline__ std::int64_t paged_slot(const int* __restrict__ table
 /// vector load from a bad block id is replaced with.
 __device__ __forceinline__ uint4 nan_vector() {
   return make_uint4(0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu);
-}
-
-/// \brief The launcher checks shared by the paged kernels: pool and table sizes, head counts.
-/// Keeps every key index below 2^30, so positions, FastDivmod and `j + keys_per_split` stay
-/// inside `int`.
-template <typename T>
-void check_paged_args(const char* op, const PagedKvCache<T>& kv, const DeviceBlockTables& tables,
-                      const AttentionHeads& heads) {
-  kargs::require_at_least(op, "num_blocks", kv.num_blocks, 1);
-  kargs::require(kv.block_size >= 1 && kv.block_size <= kPagedMaxBlockSize, op,
-                 "block_size = " + std::to_string(kv.block_size) + " must be in [1, " +
-                     std::to_string(kPagedMaxBlockSize) + "]");
-  kargs::require(
-      tables.batch >= 0 && tables.batch <= 65535, op,
-      "batch = " + std::to_string(tables.batch) + " must be in [0, 65535] (a grid z dimension)");
-  kargs::require_at_least(op, "max_blocks_per_seq", tables.max_blocks_per_seq, 1);
-  const std::int64_t max_context = std::int64_t{tables.max_blocks_per_seq} * kv.block_size;
-  kargs::require(
-      max_context <= (std::int64_t{1} << 30), op,
-      "max_blocks_per_seq * block_size = " + std::to_string(max_context) + " must be <= 2^30 keys");
-  kargs::require_gqa_heads(op, heads.n_heads, heads.n_kv_heads);
-  kargs::require(heads.head_dim >= 1 && heads.head_dim <= kAttentionMaxHeadDim, op,
-                 "head_dim = " + std::to_string(heads.head_dim) + " must be in [1, " +
-                     std::to_string(kAttentionMaxHeadDim) + "]");
 }
 
 }  // namespace nanoserve

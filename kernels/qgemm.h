@@ -4,16 +4,19 @@
 /// weight-only quantized (layout: kernels/qlinear_common.cuh), X and Y fp32, fp32 accumulation.
 ///
 /// Prefill uses each weight once per row of X, so unlike decode it can be compute-bound, and
-/// dequantizing costs little when it is done once per *tile*: each block dequantizes its tile
-/// of W into shared memory, then runs the tiling of the fp16 GEMM (kernels/gemm.h) on it, so
-/// a weight is dequantized once per 16 (v01) or 64 (v02) rows of X instead of once per product:
+/// dequantizing costs little when it is done once per *tile*. These are the dense GEMM's kernels
+/// (kernels/gemm.cu) over the dequantizing operand loader `QuantWeights`: a W value is
+/// dequantized where it enters the computation, so from v02 on each block dequantizes its tile
+/// of W into shared memory, once per 16 (v02) or 64 (v03) rows of X instead of once per product.
+/// Version N is gemm vN:
 ///
 /// | version | idea it adds |
 /// |---|---|
-/// | v01 | gemm v02's 16×16 shared-memory tiles, the W tile dequantized as it is loaded |
-/// | v02 | gemm v03's 64×64 block tiles with 4×4 register tiles per thread, W dequantized the same way |
+/// | v01 | one thread per output element, each weight dequantized once per product (naive) |
+/// | v02 | 16×16 tiles of X and dequantized W in shared memory, each value used 16 times |
+/// | v03 | 64×64 block tiles, 4×4 register tiles per thread (2D blocktiling) |
 ///
-/// Both handle every shape the format allows (odd widths, narrow last groups, act-order g_idx)
+/// All handle every shape the format allows (odd widths, narrow last groups, act-order g_idx)
 /// and throw std::invalid_argument for a bad view or buffer (`check_quant_linear_args`).
 
 #include "kernels/cuda_compat.h"
@@ -22,10 +25,11 @@
 
 namespace nanoserve {
 
-/// \brief Number of quantized GEMM versions (`launch_qgemm_version` accepts 1..kQGemmVersions).
-inline constexpr int kQGemmVersions = 2;
+/// \brief Number of quantized GEMM versions (`launch_qgemm_version` accepts 1..kQGemmVersions),
+/// the same as kGemmVersions: version N is gemm vN over dequantized weights.
+inline constexpr int kQGemmVersions = 3;
 
-/// \brief v01: 16×16 shared-memory tiles, W dequantized into its tile.
+/// \brief v01: one thread per output element, dequantizing W as it reads it.
 /// \param w        quantized weights W (n = w.rows, k = w.cols), see QuantizedWeightView
 /// \param x        (m, k) device inputs, fp32
 /// \param y        (m, n) device outputs, fp32; must not alias x or W's arrays
@@ -35,9 +39,14 @@ inline constexpr int kQGemmVersions = 2;
 void launch_qgemm_v01(const QuantizedWeightView& w, const float* x, float* y, int m,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
-/// \brief v02: 64×64 block tiles, 4×4 register tiles, W dequantized into shared memory.
-/// Parameters as launch_qgemm_v01.
+/// \brief v02: 16×16 shared-memory tiles, W dequantized into its tile. Parameters as
+/// launch_qgemm_v01.
 void launch_qgemm_v02(const QuantizedWeightView& w, const float* x, float* y, int m,
+                      cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
+
+/// \brief v03: 64×64 block tiles, 4×4 register tiles, W dequantized into shared memory.
+/// Parameters as launch_qgemm_v01.
+void launch_qgemm_v03(const QuantizedWeightView& w, const float* x, float* y, int m,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 /// \brief Runs version `version` (1..kQGemmVersions; anything else throws
@@ -45,7 +54,7 @@ void launch_qgemm_v02(const QuantizedWeightView& w, const float* x, float* y, in
 void launch_qgemm_version(int version, const QuantizedWeightView& w, const float* x, float* y,
                           int m, cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
-/// \brief The best quantized GEMM version (v02). Parameters as launch_qgemm_v01.
+/// \brief The best quantized GEMM version (v03). Parameters as launch_qgemm_v01.
 void launch_qgemm(const QuantizedWeightView& w, const float* x, float* y, int m,
                   cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 

@@ -8,20 +8,22 @@
 /// Decode reads every weight once per step, so its time is weight bytes / bandwidth: INT4
 /// codes are a quarter of the fp16 bytes (plus 2–4 bytes of scale and zero point per group), and
 /// the point of these kernels is to turn that into a ~4× faster GEMV. The versions
-/// (kernels/qgemv.cu) are the steps:
+/// (kernels/qgemv.cu) are the steps; the kernels are the dense GEMV's (kernels/gemv.cuh) over
+/// a dequantizing loader, so v01–v03 are the same ideas as gemv v01–v03:
 ///
 /// | version | idea it adds |
 /// |---|---|
-/// | v01 | one warp per row, one code per lane and step, group looked up per element |
-/// | v02 | 16-byte code loads (32 INT4 / 16 INT8 values), scale and zero once per load, 8 rows per block, batch ≤ 16 in registers |
-/// | v03 | dequantization without int→float conversions (the exponent trick: one LOP3 and one FADD per value) |
-/// | v04 | two rows per warp: every x value loaded feeds two rows (halves the activation reads) |
-/// | v05 | at batch 1, the scale applied once per chunk to per-position sums (3 instructions per weight instead of 4) |
+/// | v01 | one thread per output element, group looked up per element (uncoalesced baseline) |
+/// | v02 | one warp per row: coalesced code loads, `__shfl_xor_sync` reduction |
+/// | v03 | 16-byte code loads (32 INT4 / 16 INT8 values), 4 in flight per lane, scale and zero once per load, 8 rows per block, batch ≤ 16 in registers |
+/// | v04 | dequantization without int→float conversions (the exponent trick: one LOP3 and one FADD per value) |
+/// | v05 | two rows per warp: every x value loaded feeds two rows (halves the activation reads) |
+/// | v06 | at batch 1, the scale applied once per chunk to per-position sums (3 instructions per weight instead of 4) |
 ///
-/// v02–v05 change the *fast path*: no g_idx, rows of whole 16-byte chunks (cols a multiple of
+/// v03–v06 change the *fast path*: no g_idx, rows of whole 16-byte chunks (cols a multiple of
 /// 32 for INT4, 16 for INT8), a group size that is a multiple of a chunk, 16-byte aligned
-/// qweight and x. Anything else — act-order, odd widths like 172, groups of 48 — runs v02's
-/// general path (same block shape, one element at a time, group looked up per element):
+/// qweight and x. Anything else — act-order, odd widths like 172, groups of 48 — runs the
+/// general path (the same chunk loop, one element at a time, group looked up per element):
 /// correct for every shape, only slower.
 ///
 /// Every launcher throws std::invalid_argument for a bad view or buffer
@@ -34,13 +36,13 @@
 namespace nanoserve {
 
 /// \brief Number of quantized GEMV versions (`launch_qgemv_version` accepts 1..kQGemvVersions).
-inline constexpr int kQGemvVersions = 5;
+inline constexpr int kQGemvVersions = 6;
 
-/// \brief Largest batch that v02–v05 serve in one pass over W; larger batches are split into
+/// \brief Largest batch that v03–v06 serve in one pass over W; larger batches are split into
 /// passes of this size, each reading W again.
 inline constexpr int kQGemvMaxBatch = 16;
 
-/// \brief v01: one warp per row, one element per lane and step (the baseline).
+/// \brief v01: one thread per output element (the baseline).
 /// \param w        quantized weights W (rows, cols), see QuantizedWeightView
 /// \param x        (batch, cols) device inputs, fp32
 /// \param y        (batch, rows) device outputs, fp32; must not alias x or W's arrays
@@ -50,22 +52,27 @@ inline constexpr int kQGemvMaxBatch = 16;
 void launch_qgemv_v01(const QuantizedWeightView& w, const float* x, float* y, int batch,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
-/// \brief v02: 16-byte code loads, per-load scale, 8 rows per block, batch in registers.
-/// Parameters as launch_qgemv_v01.
+/// \brief v02: one warp per row, one element per lane and step. Parameters as
+/// launch_qgemv_v01.
 void launch_qgemv_v02(const QuantizedWeightView& w, const float* x, float* y, int batch,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
-/// \brief v03: v02 with exponent-trick dequantization. Parameters as launch_qgemv_v01.
+/// \brief v03: 16-byte code loads, per-load scale, 8 rows per block, batch in registers.
+/// Parameters as launch_qgemv_v01.
 void launch_qgemv_v03(const QuantizedWeightView& w, const float* x, float* y, int batch,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
-/// \brief v04: v03 with two rows per warp. Parameters as launch_qgemv_v01.
+/// \brief v04: v03 with exponent-trick dequantization. Parameters as launch_qgemv_v01.
 void launch_qgemv_v04(const QuantizedWeightView& w, const float* x, float* y, int batch,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
-/// \brief v05: v04 with the scale deferred to once per chunk at batch 1. Parameters as
-/// launch_qgemv_v01.
+/// \brief v05: v04 with two rows per warp. Parameters as launch_qgemv_v01.
 void launch_qgemv_v05(const QuantizedWeightView& w, const float* x, float* y, int batch,
+                      cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
+
+/// \brief v06: v05 with the scale deferred to once per chunk at batch 1. Parameters as
+/// launch_qgemv_v01.
+void launch_qgemv_v06(const QuantizedWeightView& w, const float* x, float* y, int batch,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 /// \brief Runs version `version` (1..kQGemvVersions; anything else throws
@@ -73,7 +80,7 @@ void launch_qgemv_v05(const QuantizedWeightView& w, const float* x, float* y, in
 void launch_qgemv_version(int version, const QuantizedWeightView& w, const float* x, float* y,
                           int batch, cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
-/// \brief The best quantized GEMV version (v05). Parameters as launch_qgemv_v01.
+/// \brief The best quantized GEMV version (v06). Parameters as launch_qgemv_v01.
 void launch_qgemv(const QuantizedWeightView& w, const float* x, float* y, int batch,
                   cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 

@@ -1,11 +1,11 @@
 #pragma once
 /// \file
-/// \brief The device helpers of the fast path of quantized GEMV v02–v05: 16-byte chunks of
-/// packed codes, one scale and zero point per chunk, dequantized in registers. The versions
-/// differ only in the template arguments of `qgemv_chunk_kernel` (kernels/qgemv.cu) — how a
-/// 32-bit word of codes becomes floats (`ConvertDequant`, `ExponentDequant`,
-/// `DeferredScaleDequant`) and how many rows a warp computes — so each version's idea is exactly
-/// the code that differs.
+/// \brief The chunk loader of the fast path of quantized GEMV v03–v06, `QuantChunks`: 16-byte
+/// chunks of packed codes, one scale and zero point per chunk, dequantized in registers, for
+/// the GEMV chunk loop every member of the family runs (`gemv_chunk_kernel`, kernels/gemv.cuh).
+/// The versions differ only in the loader's template arguments — how a 32-bit word of codes
+/// becomes floats (`ConvertDequant`, `ExponentDequant`, `DeferredScaleDequant`) — and in how
+/// many rows a warp computes, so each version's idea is exactly the code that differs.
 ///
 /// ```
 ///   one row of W (INT4):  | chunk 0 | chunk 1 | … | chunk 31 | chunk 32 | …     chunk = 16 bytes
@@ -18,19 +18,13 @@
 /// scale and one zero point per chunk instead of one per weight.
 
 #include <cstdint>
-#include <cstring>
+#include <type_traits>
 
+#include "kernels/gemv.cuh"
 #include "kernels/qlinear_common.cuh"
+#include "kernels/vec_load.cuh"
 
 namespace nanoserve::qgemv_detail {
-
-/// \brief Threads per warp.
-constexpr int kWarp = 32;
-/// \brief Every lane takes part in the reductions.
-constexpr unsigned kFullMask = 0xffffffffu;
-/// \brief Warps per block of v02–v05 (256 threads: a 32-thread block would cap an SM at half
-/// its warps, and 8 warps reading 8 rows keep the loads of a block close together).
-constexpr int kWarpsPerBlock = 8;
 
 /// \brief Codes in one 16-byte chunk: 32 INT4 or 16 INT8.
 template <int kBits>
@@ -38,17 +32,6 @@ constexpr int kChunkValues = 128 / kBits;
 /// \brief Codes in one 32-bit word: 8 INT4 or 4 INT8.
 template <int kBits>
 constexpr int kWordValues = 32 / kBits;
-
-/// \brief Sum over the 32 lanes of a warp, returned to every lane (all lanes must be present).
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    v += __shfl_xor_sync(kFullMask, v, offset);
-  }
-  return v;
-}
-
-/// \brief True when `p` is 16-byte aligned.
-inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 /// \brief Whether the chunk path applies: no act-order, whole 16-byte chunks per row (cols a
 /// multiple of 32 for INT4, 16 for INT8 — which also keeps every row of x 16-byte aligned),
@@ -59,38 +42,12 @@ inline bool chunk_path_applies(const QuantizedWeightView& w, const float* x) {
          aligned16(w.qweight) && aligned16(x);
 }
 
-/// \brief Loads one 16-byte chunk of codes (`p` 16-byte aligned).
-__device__ __forceinline__ uint4 load_chunk(const std::uint8_t* p) {
-#if defined(__CUDA_ARCH__)
-  // Streaming (evict-first): each code is used once, so it should not push x out of the caches.
-  return __ldcs(reinterpret_cast<const uint4*>(p));
-#else
-  uint4 v;
-  std::memcpy(&v, p, sizeof(v));  // portable fallback (the simulator): a plain 16-byte copy
-  return v;
-#endif
-}
-
 /// \brief Word `k` (0..3) of a chunk; word 0 holds the chunk's first codes (little-endian).
 __device__ __forceinline__ unsigned chunk_word(const uint4& raw, int k) {
   return k == 0 ? raw.x : k == 1 ? raw.y : k == 2 ? raw.z : raw.w;
 }
 
-/// \brief `n` consecutive fp32 inputs from `p` (16-byte aligned, n a multiple of 4).
-template <int n>
-__device__ __forceinline__ void load_inputs(const float* p, float (&out)[n]) {
-  const float4* p4 = reinterpret_cast<const float4*>(p);
-  NS_UNROLL
-  for (int i = 0; i < n / 4; ++i) {
-    const float4 v = p4[i];
-    out[4 * i + 0] = v.x;
-    out[4 * i + 1] = v.y;
-    out[4 * i + 2] = v.z;
-    out[4 * i + 3] = v.w;
-  }
-}
-
-/// \brief v02's dequantization: shift and mask each code out of the word, convert it to float
+/// \brief v03's dequantization: shift and mask each code out of the word, convert it to float
 /// (an I2F instruction), subtract the zero point, scale.
 ///
 /// The conversion is the catch: the CUDA programming guide's throughput table gives type
@@ -120,7 +77,7 @@ struct ConvertDequant {
   }
 };
 
-/// \brief v03's dequantization: the exponent trick (as in FasterTransformer's and Marlin's INT4
+/// \brief v04's dequantization: the exponent trick (as in FasterTransformer's and Marlin's INT4
 /// kernels; Kim et al. 2022, "Who says elephants can't run"), in fp32.
 ///
 /// The float with bit pattern `0x4B000000 | m` is exactly 2^23 + m for any m < 2^23 (2^23's
@@ -174,16 +131,16 @@ struct ExponentDequant {
   }
 };
 
-/// \brief v05's dequantization at batch 1: the exponent trick without the scale.
+/// \brief v06's dequantization at batch 1: the exponent trick without the scale.
 ///
-/// At batch 1 every weight costs, in v04, a LOP3, an FADD, an FMUL (the scale) and the FFMA
+/// At batch 1 every weight costs, in v05, a LOP3, an FADD, an FMUL (the scale) and the FFMA
 /// with x — four instructions for two bytes of HBM traffic per four weights, which at an
 /// H200's bandwidth keeps the warp schedulers as busy as the memory. The scale is the same for
 /// the whole chunk, so it can wait: `word` returns the unscaled, position-weighted
 /// `(q − z)·2^(j·bits)`, the kernel sums products per position j, and multiplies each of the
 /// kPositions sums by scale_j once per chunk — three instructions per weight. (At batch > 1 the
 /// FMUL is shared by the batch's FMAs anyway and the per-position sums would cost kPositions
-/// registers per vector, so v05 keeps v04's policy there.)
+/// registers per vector, so v06 keeps v05's policy there.)
 template <int kBits>
 struct DeferredScaleDequant : ExponentDequant<kBits> {
   /// \brief `word` returns unscaled values; the kernel applies `Params::scale` per position.
@@ -207,94 +164,102 @@ struct DeferredScaleDequant : ExponentDequant<kBits> {
   }
 };
 
-/// \brief What a warp knows about the rows it computes.
-template <int kRows>
-struct WarpRows {
-  const std::uint8_t* codes[kRows];  ///< (row_bytes) packed codes of each row
-  std::int64_t params[kRows];        ///< offset of each row in scales / zeros: row · groups
-};
+/// \brief The chunk loader of quantized GEMV v03–v06 (see kernels/gemv.cuh): a chunk is 16
+/// bytes of kBits-bit codes of one row, with its group's scale and zero point; `Dequant<kBits>`
+/// turns each 32-bit word into floats, and with `kDeferAtBatch1` the batch-1 tier uses
+/// DeferredScaleDequant instead (v06). Requires chunk_path_applies() (the launcher's job).
+template <int kBits, template <int> class Dequant, bool kDeferAtBatch1 = false>
+struct QuantChunks : QuantizedWeightView {
+  int chunks_per_group = 1;  ///< group_size / kChunkValues<kBits>, computed on the host
 
-/// \brief acc[r][b] += W[row r, chunk columns] · x_b[chunk columns] for the kCount chunks
-/// `c, c + 32, …` of this lane: all kCount × kRows loads are issued before the first is used,
-/// so that many independent requests per lane are in flight at once (bandwidth = bytes in
-/// flight / latency).
-template <int kBits, int kBatch, int kRows, int kCount, typename Dequant>
-__device__ __forceinline__ void accumulate_chunks(const QuantizedWeightView& w,
-                                                  const WarpRows<kRows>& rows,
-                                                  const float* __restrict__ x, int batch, int c,
-                                                  int chunks_per_group,
-                                                  float (&acc)[kRows][kBatch]) {
-  constexpr int kValues = kChunkValues<kBits>;
-  constexpr int kWord = kWordValues<kBits>;
-  uint4 raw[kCount][kRows];
-  NS_UNROLL
-  for (int u = 0; u < kCount; ++u) {
+  /// \brief Chunks per row.
+  __device__ __forceinline__ int chunks() const { return row_bytes() / 16; }
+
+  /// \brief acc[r][b] += W[row_of[r], chunk columns] · x_b[chunk columns] for the kCount chunks
+  /// `c, c + 32, …` of this lane: all kCount × kRows loads are issued before the first is
+  /// used, so that many independent requests per lane are in flight at once (bandwidth = bytes
+  /// in flight / latency).
+  template <int kBatch, int kRows, int kCount>
+  __device__ __forceinline__ void accumulate(const int (&row_of)[kRows],
+                                             const float* __restrict__ x, int batch, int c,
+                                             float (&acc)[kRows][kBatch]) const {
+    using D = std::conditional_t<kDeferAtBatch1 && kBatch == 1, DeferredScaleDequant<kBits>,
+                                 Dequant<kBits>>;
+    constexpr int kWarp = gemv_detail::kWarp;
+    constexpr int kValues = kChunkValues<kBits>;
+    constexpr int kWord = kWordValues<kBits>;
+    const std::int64_t bytes = row_bytes();
+    uint4 raw[kCount][kRows];
     NS_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      raw[u][r] = load_chunk(rows.codes[r] + static_cast<std::int64_t>(c + u * kWarp) * 16);
-    }
-  }
-  const float symmetric_zero = static_cast<float>(1 << (kBits - 1));
-  NS_UNROLL
-  for (int u = 0; u < kCount; ++u) {
-    const int chunk = c + u * kWarp;
-    const int group = chunk / chunks_per_group;
-    typename Dequant::Params p[kRows];
-    NS_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      const std::int64_t i = rows.params[r] + group;
-      p[r] = Dequant::params(to_float(w.scales[i]),
-                             w.zeros != nullptr ? to_float(w.zeros[i]) : symmetric_zero);
-    }
-    const float* x_chunk = x + static_cast<std::int64_t>(chunk) * kValues;  // (kValues) of x_0
-    // Deferred scale (v05): per-position sums of this chunk, scaled once at its end.
-    constexpr int kParts = Dequant::kDeferScale ? 16 / kBits : 1;
-    float part[kRows][kBatch][kParts];
-    if constexpr (Dequant::kDeferScale) {
+    for (int u = 0; u < kCount; ++u) {
       NS_UNROLL
       for (int r = 0; r < kRows; ++r) {
-        NS_UNROLL
-        for (int b = 0; b < kBatch; ++b) {
-          NS_UNROLL
-          for (int j = 0; j < kParts; ++j) part[r][b][j] = 0.0f;
-        }
+        raw[u][r] = load16_streaming(qweight + row_of[r] * bytes +
+                                     static_cast<std::int64_t>(c + u * kWarp) * 16);
       }
     }
+    const float symmetric_zero = static_cast<float>(1 << (kBits - 1));
     NS_UNROLL
-    for (int k = 0; k < 4; ++k) {
-      float wv[kRows][kWord];  // dequantized weights of word k, every row
+    for (int u = 0; u < kCount; ++u) {
+      const int chunk = c + u * kWarp;
+      const int group = chunk / chunks_per_group;
+      typename D::Params p[kRows];
       NS_UNROLL
-      for (int r = 0; r < kRows; ++r) Dequant::word(chunk_word(raw[u][r], k), p[r], wv[r]);
-      NS_UNROLL
-      for (int b = 0; b < kBatch; ++b) {
-        if (b < batch) {  // uniform across the warp
-          float xv[kWord];  // loaded once, used by every row of the warp
-          load_inputs<kWord>(x_chunk + static_cast<std::int64_t>(b) * w.cols + k * kWord, xv);
+      for (int r = 0; r < kRows; ++r) {
+        const std::int64_t i = static_cast<std::int64_t>(row_of[r]) * groups() + group;
+        p[r] = D::params(to_float(scales[i]),
+                         zeros != nullptr ? to_float(zeros[i]) : symmetric_zero);
+      }
+      const float* x_chunk = x + static_cast<std::int64_t>(chunk) * kValues;  // (kValues) of x_0
+      // Deferred scale (v06): per-position sums of this chunk, scaled once at its end.
+      constexpr int kParts = D::kDeferScale ? 16 / kBits : 1;
+      float part[kRows][kBatch][kParts];
+      if constexpr (D::kDeferScale) {
+        NS_UNROLL
+        for (int r = 0; r < kRows; ++r) {
           NS_UNROLL
-          for (int r = 0; r < kRows; ++r) {
+          for (int b = 0; b < kBatch; ++b) {
             NS_UNROLL
-            for (int i = 0; i < kWord; ++i) {
-              if constexpr (Dequant::kDeferScale) {
-                part[r][b][i % kParts] += wv[r][i] * xv[i];
-              } else {
-                acc[r][b] += wv[r][i] * xv[i];
+            for (int j = 0; j < kParts; ++j) part[r][b][j] = 0.0f;
+          }
+        }
+      }
+      NS_UNROLL
+      for (int k = 0; k < 4; ++k) {
+        float wv[kRows][kWord];  // dequantized weights of word k, every row
+        NS_UNROLL
+        for (int r = 0; r < kRows; ++r) D::word(chunk_word(raw[u][r], k), p[r], wv[r]);
+        NS_UNROLL
+        for (int b = 0; b < kBatch; ++b) {
+          if (b < batch) {  // uniform across the warp
+            float xv[kWord];  // loaded once, used by every row of the warp
+            load_floats<kWord>(x_chunk + static_cast<std::int64_t>(b) * cols + k * kWord, xv);
+            NS_UNROLL
+            for (int r = 0; r < kRows; ++r) {
+              NS_UNROLL
+              for (int i = 0; i < kWord; ++i) {
+                if constexpr (D::kDeferScale) {
+                  part[r][b][i % kParts] += wv[r][i] * xv[i];
+                } else {
+                  acc[r][b] += wv[r][i] * xv[i];
+                }
               }
             }
           }
         }
       }
-    }
-    if constexpr (Dequant::kDeferScale) {
-      NS_UNROLL
-      for (int r = 0; r < kRows; ++r) {
+      if constexpr (D::kDeferScale) {
         NS_UNROLL
-        for (int b = 0; b < kBatch; ++b) {
+        for (int r = 0; r < kRows; ++r) {
           NS_UNROLL
-          for (int j = 0; j < kParts; ++j) acc[r][b] += p[r].scale[j] * part[r][b][j];
+          for (int b = 0; b < kBatch; ++b) {
+            NS_UNROLL
+            for (int j = 0; j < kParts; ++j) acc[r][b] += p[r].scale[j] * part[r][b][j];
+          }
         }
       }
     }
   }
-}
+};
 
 }  // namespace nanoserve::qgemv_detail

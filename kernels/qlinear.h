@@ -10,7 +10,7 @@
 
 namespace nanoserve {
 
-/// \brief Row counts up to this run as a quantized GEMV (v05), larger ones as a GEMM (v02).
+/// \brief Row counts up to this run as a quantized GEMV (v06), larger ones as a GEMM (v03).
 ///
 /// The same reasoning as kLinearGemvMaxRows, not yet a GPU measurement: the GEMV reads the
 /// codes once for up to kQGemvMaxBatch (16) rows and stays bandwidth-bound while the work per

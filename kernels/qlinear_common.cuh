@@ -2,7 +2,8 @@
 /// \file
 /// \brief What the weight-only quantized linear kernels (W8A16 / W4A16 GEMV, GEMM and
 /// `launch_quant_linear`) share: the device view of a quantized weight, its argument checks, and
-/// the one-element dequantization every general (any shape, act-order) code path uses.
+/// the one-element dequantization every general (any shape, act-order) code path uses, as the
+/// operand loader `QuantWeights` of the GEMV and GEMM kernels.
 ///
 /// The stored format is chapter 5's `QuantizedLinear` (common/quant/quantized_linear.h); the
 /// kernels stay a leaf of the project, so they see it only through `QuantizedWeightView`, which
@@ -34,6 +35,7 @@
 
 #include "kernels/cuda_compat.h"
 #include "kernels/dtype.cuh"
+#include "kernels/kernel_args.h"
 #include "kernels/linear_common.cuh"
 
 namespace nanoserve {
@@ -101,6 +103,25 @@ inline bool check_quant_linear_args(const char* op, const QuantizedWeightView& w
   return false;
 }
 
+/// \brief Defines the public quantized launcher `name` (`launch_qgemv_v01`, `launch_qgemm`, …:
+/// w, x, y, rows, stream, epilogue) as `impl<version>("name", w, x, …)`, one line per version
+/// for both quantized families (as NANOSERVE_DENSE_LINEAR_LAUNCHER for the dense ones).
+#define NANOSERVE_QUANT_LINEAR_LAUNCHER(name, impl, version)                             \
+  void name(const QuantizedWeightView& w, const float* x, float* y, int rows,           \
+            cudaStream_t stream, Epilogue epilogue) {                                   \
+    impl<version>(#name, w, x, y, rows, stream, epilogue);                              \
+  }
+
+/// \brief Defines `name(version, w, x, …)`, the public quantized launcher of a run-time
+/// version 1..`count` (`impl<version>`; any other number throws std::invalid_argument).
+#define NANOSERVE_QUANT_LINEAR_VERSION_LAUNCHER(name, impl, count)                             \
+  void name(int version, const QuantizedWeightView& w, const float* x, float* y, int rows,    \
+            cudaStream_t stream, Epilogue epilogue) {                                         \
+    kargs::run_version<count>(#name, version, [&](auto v) {                                   \
+      impl<decltype(v)::value>(#name, w, x, y, rows, stream, epilogue);                       \
+    });                                                                                       \
+  }
+
 /// \brief The code of element (`row`, `col`) (INT4: low nibble for even columns).
 __device__ __forceinline__ int quant_code(const QuantizedWeightView& w, int row, int col) {
   const std::uint8_t* q_row = w.qweight + static_cast<std::int64_t>(row) * w.row_bytes();
@@ -128,5 +149,15 @@ __device__ __forceinline__ float dequantize_element(const QuantizedWeightView& w
   const float q = static_cast<float>(quant_code(w, row, col));
   return quant_scale(w, row, group) * (q - quant_zero(w, row, group));
 }
+
+/// \brief The operand loader of the quantized linear kernels (see DenseWeights): W dequantized
+/// one element at a time, for any shape and act-order. The GEMM kernels and GEMV v01/v02 are
+/// the dense kernels over this loader; so is the general path of GEMV v03+.
+struct QuantWeights : QuantizedWeightView {
+  /// \brief W[row, col] = s · (q − z) in fp32 (exact).
+  __device__ __forceinline__ float at(int row, int col) const {
+    return dequantize_element(*this, row, col);
+  }
+};
 
 }  // namespace nanoserve

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// \brief Warp- and block-wide reductions (sum, max) with the `_sync` shuffles only, shared by
-/// the normalisation, softmax and attention kernels.
+/// \brief Warp- and block-wide reductions (sum, max) with the `_sync` shuffles only: the one copy
+/// every kernel family uses (normalisation, attention, GEMV, sampling).
 ///
 /// Block reductions assume `blockDim.x` is a multiple of 32 (every launcher in kernels/ picks
 /// such a size) and that every thread of the block calls them (they contain `__syncthreads`).
@@ -15,11 +15,18 @@ namespace nanoserve {
 /// \brief Mask of all 32 lanes, for warp intrinsics that every lane reaches.
 constexpr unsigned kFullWarpMask = 0xffffffffu;
 
-/// \brief Sum over the 32 lanes of a warp (butterfly: every lane gets the result).
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullWarpMask, v, offset);
+/// \brief Sum over each aligned group of `width` lanes (a power of two, 1..32): a butterfly of
+/// log2(width) xor-shuffles, after which every lane holds its group's sum. All 32 lanes must
+/// call it (offsets below `width` never leave the group).
+__device__ __forceinline__ float group_sum(float v, int width) {
+  for (int offset = width / 2; offset > 0; offset /= 2) {
+    v += __shfl_xor_sync(kFullWarpMask, v, offset);
+  }
   return v;
 }
+
+/// \brief Sum over the 32 lanes of a warp (butterfly: every lane gets the result).
+__device__ __forceinline__ float warp_sum(float v) { return group_sum(v, 32); }
 
 /// \brief Max over the 32 lanes of a warp (every lane gets the result).
 __device__ __forceinline__ float warp_max(float v) {

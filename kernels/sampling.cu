@@ -1,10 +1,16 @@
 // Device-side sampling steps: argmax, temperature softmax, inverse-CDF draw.
 //
+// Not yet wired: no engine code calls these launchers today (the engine samples on the host
+// with common/sampling's Sampler); a later issue wires device sampling into the engine. Until
+// then tests/kernels/test_sampling.cpp keeps them equal to the host Sampler and bench_kernels
+// times them.
+//
 // Versions (one each; every kernel is one block per row, a row being one request's logits):
 //   argmax       v01  each thread keeps its first maximum over a strided slice, then the block
 //                     reduces (value, id) pairs: larger value wins, equal values → lower id.
-//   probs        v01  three passes as softmax v01, with the temperature inside the exponent
-//                     exactly where the host sampler puts it: exp((x - max) / t).
+//   probs        v01  three passes (block max, block sum of the exponentials, write), with the
+//                     temperature inside the exponent exactly where the host sampler puts it:
+//                     exp((x - max) / t).
 //   sample_from  v01  block-wide inclusive scan over tiles of blockDim weights (warp shuffles,
 //                     then per-warp totals), stopping at the first tile whose running sum
 //                     passes u * Σw.
@@ -29,6 +35,18 @@ __device__ __forceinline__ bool beats(float v, int i, float best_v, int best_i) 
   return v > best_v || (v == best_v && i < best_i);
 }
 
+// The best (value, id) pair of the warp, by a butterfly: every lane gets it.
+__device__ __forceinline__ void warp_argmax(float& best_v, int& best_i) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float v = __shfl_xor_sync(kFullWarpMask, best_v, offset);
+    const int i = __shfl_xor_sync(kFullWarpMask, best_i, offset);
+    if (beats(v, i, best_v, best_i)) {
+      best_v = v;
+      best_i = i;
+    }
+  }
+}
+
 // Argmax of one row by the whole block (-1 when the row holds NaN); every thread gets it.
 __device__ int block_argmax(const float* row, int vocab) {
   __shared__ float v_s[32];
@@ -45,14 +63,7 @@ __device__ int block_argmax(const float* row, int vocab) {
       best_i = i;
     }
   }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const float v = __shfl_xor_sync(kFullWarpMask, best_v, offset);
-    const int i = __shfl_xor_sync(kFullWarpMask, best_i, offset);
-    if (beats(v, i, best_v, best_i)) {
-      best_v = v;
-      best_i = i;
-    }
-  }
+  warp_argmax(best_v, best_i);
   if (lane == 0) {
     v_s[warp] = best_v;
     i_s[warp] = best_i;
@@ -60,14 +71,7 @@ __device__ int block_argmax(const float* row, int vocab) {
   const bool any_nan = __syncthreads_or(nan);  // also orders the writes above
   best_v = lane < n_warps ? v_s[lane] : -INFINITY;
   best_i = lane < n_warps ? i_s[lane] : INT_MAX;
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const float v = __shfl_xor_sync(kFullWarpMask, best_v, offset);
-    const int i = __shfl_xor_sync(kFullWarpMask, best_i, offset);
-    if (beats(v, i, best_v, best_i)) {
-      best_v = v;
-      best_i = i;
-    }
-  }
+  warp_argmax(best_v, best_i);
   __syncthreads();  // v_s / i_s may be reused by the caller's next call
   return any_nan ? -1 : best_i;
 }

@@ -9,6 +9,10 @@
 /// Top-k, top-p and min-p are not implemented on the device; a request that uses them goes
 /// through the host sampler. Everything here is one block per row, so a batch of requests (one
 /// row each, with their own temperatures and uniform draws) is one launch per step.
+///
+/// Not yet wired into the engine: no program calls these launchers yet (the engine samples on
+/// the host); a later issue moves sampling onto the device. The kernel tests keep them equal to
+/// the host Sampler meanwhile, and bench_kernels times them.
 
 #include "kernels/cuda_compat.h"
 

@@ -1,16 +1,25 @@
 #pragma once
 /// \file
-/// \brief 16-byte loads of storage values (4 fp32 or 8 fp16/bf16) converted to fp32: the
-/// widest load a thread can issue, which is what a memory-bound kernel (attention decode,
-/// streaming the KV cache) needs to approach the device's copy bandwidth.
+/// \brief 16-byte loads of storage values (4 fp32 or 8 fp16/bf16, or 16 bytes of packed codes)
+/// and of fp32 inputs: the widest load a thread can issue, which is what a memory-bound kernel
+/// (attention decode streaming the KV cache, GEMV streaming W) needs to approach the device's
+/// copy bandwidth. The one copy of these helpers; every kernel family includes it.
 ///
 /// The loaded `uint4` is unpacked with bit operations (`__uint_as_float`, `__ushort_as_half`),
 /// not by reinterpreting its address as another type: identical code on the GPU (register moves)
 /// and well-defined C++ in the simulator.
 
+#include <cstdint>
+#include <cstring>
+
 #include "kernels/dtype.cuh"
 
 namespace nanoserve {
+
+/// \brief True when `p` is 16-byte aligned (what every 16-byte vector load needs).
+__host__ __device__ __forceinline__ bool aligned16(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
 
 /// \brief Elements of T in one 16-byte vector.
 template <typename T>
@@ -54,6 +63,35 @@ __device__ __forceinline__ void load16_as_float(const T* src, float* dst) {
   const uint4 raw = *reinterpret_cast<const uint4*>(src);
   NS_UNROLL
   for (int i = 0; i < kVec16<T>; ++i) dst[i] = unpack16<T>(raw, i);
+}
+
+/// \brief Loads 16 bytes from a 16-byte aligned address, marked streaming (evict-first) on a
+/// GPU: for data used once (weights, codes), which should not push reused data (x) out of the
+/// caches. The simulator's portable fallback is a plain 16-byte copy.
+__device__ __forceinline__ uint4 load16_streaming(const void* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldcs(reinterpret_cast<const uint4*>(p));
+#else
+  uint4 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+#endif
+}
+
+/// \brief `n` consecutive fp32 values from `p` in 16-byte loads (`p` 16-byte aligned, `n` a
+/// multiple of 4).
+template <int n>
+__device__ __forceinline__ void load_floats(const float* p, float (&out)[n]) {
+  static_assert(n % 4 == 0, "whole float4 vectors");
+  const float4* p4 = reinterpret_cast<const float4*>(p);
+  NS_UNROLL
+  for (int i = 0; i < n / 4; ++i) {
+    const float4 v = p4[i];
+    out[4 * i + 0] = v.x;
+    out[4 * i + 1] = v.y;
+    out[4 * i + 2] = v.z;
+    out[4 * i + 3] = v.w;
+  }
 }
 
 }  // namespace nanoserve

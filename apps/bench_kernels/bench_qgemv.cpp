@@ -2,8 +2,8 @@
 // issue 9's target is "W4A16 GEMV (group 128), batch 1: >= 3x faster than the fp16 GEMV" —
 // decode reads every weight once, so INT4 codes (a quarter of the fp16 bytes, plus one fp16
 // scale per 128 weights) should approach 4x when both kernels stream at full bandwidth.
-//   qgemv v01..v05   the GEMV steps of kernels/qgemv.h, symmetric INT4 g128 and INT8 per-channel
-//   qgemm            prefill-sized batches (64 and 512 rows) through launch_qgemm
+//   qgemv v01..v06   the GEMV steps of kernels/qgemv.h, symmetric INT4 g128 and INT8 per-channel
+//   qgemm v01..v03   the GEMM steps of kernels/qgemm.h at 64 rows; v03 (launch_qgemm's) at 512
 // Bytes: the packed codes, scales and zero points once, plus x and y (fp32).
 #include <cstddef>
 #include <cstdint>
@@ -35,8 +35,8 @@ std::string qshape_name(const QShape& s, int batch) {
          (s.asym ? " asym" : "");
 }
 
-// version 1..kQGemvVersions: qgemv; 0: qgemm.
-BenchCase quant_case(int version, const QShape& s, int batch) {
+// Version `version` of the quantized GEMV (`gemm` false) or GEMM (`gemm` true).
+BenchCase quant_case(bool gemm, int version, const QShape& s, int batch) {
   QuantizedWeightView shape_view;
   shape_view.rows = s.rows;
   shape_view.cols = s.cols;
@@ -45,8 +45,8 @@ BenchCase quant_case(int version, const QShape& s, int batch) {
   const std::size_t code_bytes = std::size_t(s.rows) * shape_view.row_bytes();
   const std::size_t group_count = std::size_t(s.rows) * shape_view.groups();
   BenchCase c;
-  c.kernel = version == 0 ? "qgemm" : "qgemv";
-  c.version = version == 0 ? "auto" : "v0" + std::to_string(version);
+  c.kernel = gemm ? "qgemm" : "qgemv";
+  c.version = "v0" + std::to_string(version);
   c.dtype = "int" + std::to_string(s.bits);
   c.shape = qshape_name(s, batch);
   c.bytes = double(code_bytes) + double(group_count) * 2.0 * (s.asym ? 2 : 1) +
@@ -80,8 +80,8 @@ BenchCase quant_case(int version, const QShape& s, int batch) {
     w.scales = b->scales.get();
     w.zeros = s.asym ? b->zeros.get() : nullptr;
     return [=](cudaStream_t st) {
-      if (version == 0) {
-        launch_qgemm(w, b->x.get(), b->y.get(), batch, st);
+      if (gemm) {
+        launch_qgemm_version(version, w, b->x.get(), b->y.get(), batch, st);
       } else {
         launch_qgemv_version(version, w, b->x.get(), b->y.get(), batch, st);
       }
@@ -94,31 +94,36 @@ std::vector<BenchCase> qgemv_cases(const SuiteOptions& options) {
   std::vector<BenchCase> cases;
   if (options.quick) {
     for (int v = 1; v <= kQGemvVersions; ++v) {
-      cases.push_back(quant_case(v, {256, 256, 4, 128, false}, 1));
-      cases.push_back(quant_case(v, {256, 256, 8, 256, true}, 1));
+      cases.push_back(quant_case(false, v, {256, 256, 4, 128, false}, 1));
+      cases.push_back(quant_case(false, v, {256, 256, 8, 256, true}, 1));
     }
     return cases;
   }
   // The fp16 GEMV suite's shapes: Llama-2-7B 4096x4096 and 11008x4096, Llama-3-8B 14336x4096.
   for (int rows : {4096, 11008, 14336}) {
     for (int v = 1; v <= kQGemvVersions; ++v) {
-      cases.push_back(quant_case(v, {rows, 4096, 4, 128, false}, 1));
+      cases.push_back(quant_case(false, v, {rows, 4096, 4, 128, false}, 1));
     }
   }
   for (int v = 1; v <= kQGemvVersions; ++v) {
-    cases.push_back(quant_case(v, {4096, 4096, 8, 4096, false}, 1));  // INT8 per channel
-    cases.push_back(quant_case(v, {4096, 4096, 4, 128, true}, 1));    // asymmetric INT4
+    cases.push_back(quant_case(false, v, {4096, 4096, 8, 4096, false}, 1));  // INT8 per channel
+    cases.push_back(quant_case(false, v, {4096, 4096, 4, 128, true}, 1));    // asymmetric INT4
   }
   for (int batch : {4, 16}) {
-    cases.push_back(quant_case(kQGemvVersions, {4096, 4096, 4, 128, false}, batch));
+    cases.push_back(quant_case(false, kQGemvVersions, {4096, 4096, 4, 128, false}, batch));
   }
   return cases;
 }
 
 std::vector<BenchCase> qgemm_cases(const SuiteOptions& options) {
-  if (options.quick) return {quant_case(0, {256, 256, 4, 128, false}, 8)};
-  return {quant_case(0, {4096, 4096, 4, 128, false}, 64),
-          quant_case(0, {4096, 4096, 4, 128, false}, 512)};
+  std::vector<BenchCase> cases;
+  const QShape shape = options.quick ? QShape{256, 256, 4, 128, false}
+                                     : QShape{4096, 4096, 4, 128, false};
+  for (int v = 1; v <= kQGemmVersions; ++v) {
+    cases.push_back(quant_case(true, v, shape, options.quick ? 8 : 64));
+  }
+  if (!options.quick) cases.push_back(quant_case(true, kQGemmVersions, shape, 512));
+  return cases;
 }
 
 const bool kRegistered = register_suite("qgemv", 25, qgemv_cases);

@@ -111,56 +111,44 @@ inline unsigned atomicDec(unsigned* address, unsigned val) {
   return nanoserve::sim::atomic_update(
       address, [val](unsigned old) { return (old == 0 || old > val) ? val : old - 1; });
 }
-/// \brief `*address &= val`.
-inline int atomicAnd(int* address, int val) {
-  return __atomic_fetch_and(address, val, __ATOMIC_RELAXED);
-}
-/// \brief `*address &= val`.
-inline unsigned atomicAnd(unsigned* address, unsigned val) {
-  return __atomic_fetch_and(address, val, __ATOMIC_RELAXED);
-}
-/// \brief `*address &= val`.
-inline unsigned long long atomicAnd(unsigned long long* address, unsigned long long val) {
-  return __atomic_fetch_and(address, val, __ATOMIC_RELAXED);
-}
-/// \brief `*address |= val`.
-inline int atomicOr(int* address, int val) {
-  return __atomic_fetch_or(address, val, __ATOMIC_RELAXED);
-}
-/// \brief `*address |= val`.
-inline unsigned atomicOr(unsigned* address, unsigned val) {
-  return __atomic_fetch_or(address, val, __ATOMIC_RELAXED);
-}
-/// \brief `*address |= val`.
-inline unsigned long long atomicOr(unsigned long long* address, unsigned long long val) {
-  return __atomic_fetch_or(address, val, __ATOMIC_RELAXED);
-}
-/// \brief `*address ^= val`.
-inline int atomicXor(int* address, int val) {
-  return __atomic_fetch_xor(address, val, __ATOMIC_RELAXED);
-}
-/// \brief `*address ^= val`.
-inline unsigned atomicXor(unsigned* address, unsigned val) {
-  return __atomic_fetch_xor(address, val, __ATOMIC_RELAXED);
-}
-/// \brief `*address ^= val`.
-inline unsigned long long atomicXor(unsigned long long* address, unsigned long long val) {
-  return __atomic_fetch_xor(address, val, __ATOMIC_RELAXED);
-}
-/// \brief `*address = val`.
-inline int atomicExch(int* address, int val) {
-  return __atomic_exchange_n(address, val, __ATOMIC_RELAXED);
-}
-/// \brief `*address = val`.
-inline unsigned atomicExch(unsigned* address, unsigned val) {
-  return __atomic_exchange_n(address, val, __ATOMIC_RELAXED);
-}
-/// \brief `*address = val`.
-inline unsigned long long atomicExch(unsigned long long* address, unsigned long long val) {
-  return __atomic_exchange_n(address, val, __ATOMIC_RELAXED);
-}
+/// @}
+
+namespace nanoserve::sim {
+
+/// \brief T, for the integer types of CUDA's bitwise and exchange atomics (int, unsigned,
+/// unsigned long long), in a context where T is not deduced: the value converts to the pointee
+/// type, as it does with CUDA's overloads.
+template <typename T>
+using IntAtomicValue =
+    std::enable_if_t<std::is_same_v<T, int> || std::is_same_v<T, unsigned> ||
+                         std::is_same_v<T, unsigned long long>,
+                     T>;
+
+/// @name Bitwise and exchange atomics of int, unsigned, unsigned long long (return the old value)
+/// @{
+
+/// \brief `*a &= v`.
+template <typename T>
+T atomicAnd(T* a, IntAtomicValue<T> v) { return __atomic_fetch_and(a, v, __ATOMIC_RELAXED); }
+/// \brief `*a |= v`.
+template <typename T>
+T atomicOr(T* a, IntAtomicValue<T> v) { return __atomic_fetch_or(a, v, __ATOMIC_RELAXED); }
+/// \brief `*a ^= v`.
+template <typename T>
+T atomicXor(T* a, IntAtomicValue<T> v) { return __atomic_fetch_xor(a, v, __ATOMIC_RELAXED); }
+/// \brief `*a = v`.
+template <typename T>
+T atomicExch(T* a, IntAtomicValue<T> v) { return __atomic_exchange_n(a, v, __ATOMIC_RELAXED); }
 
 /// @}
+
+}  // namespace nanoserve::sim
+
+// CUDA declares its atomics in the global namespace.
+using nanoserve::sim::atomicAnd;
+using nanoserve::sim::atomicExch;
+using nanoserve::sim::atomicOr;
+using nanoserve::sim::atomicXor;
 
 /// @name Compare-and-swap: `*address = (*address == compare) ? val : *address`; returns the old
 /// value

@@ -100,7 +100,7 @@ struct DevicePagedKv {
   DeviceBuffer<T> v_pool;          ///< (num_blocks, block_size, kv_dim)
   DeviceBuffer<int> tables;        ///< (batch, max_blocks_per_seq)
   DeviceBuffer<int> lens;          ///< (batch)
-  PagedKvCache<T> kv;              ///< view of the pools
+  PagedKVView<T> kv;               ///< view of the pools
   DeviceBlockTables block_tables;  ///< view of the tables and lengths
 
   /// \brief Uploads `host`.

@@ -219,13 +219,13 @@ TEST(PagedDecodeArgs, WorkspaceSizeCoversEveryPartition) {
 
 TEST(PagedDecodeArgs, RejectsBadArguments) {
   alignas(16) static float pool[4];  // argument checks run before any launch
-  const auto decode = [](PagedKvCache<float> kv, DeviceBlockTables t, int q_len,
+  const auto decode = [](PagedKVView<float> kv, DeviceBlockTables t, int q_len,
                          AttentionHeads heads, DecodeWorkspace ws, int version,
                          int keys_per_split) {
     launch_paged_attention_decode<float>(nullptr, kv, t, q_len, heads, nullptr, ws, nullptr,
                                          version, keys_per_split);
   };
-  const PagedKvCache<float> kv{pool, pool, 8, 16};
+  const PagedKVView<float> kv{pool, pool, 8, 16};
   const DeviceBlockTables t{nullptr, nullptr, 2, 4};
   const AttentionHeads ok{4, 2, 16};
   float small_ws[8];

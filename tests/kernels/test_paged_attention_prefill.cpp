@@ -1,7 +1,7 @@
-// Batched variable-length paged prefill in fp32 and fp16: mixed batches of sequences with and
-// without cached prefixes and a decode row, against oracle::attention on the logically ordered
-// keys AND against contiguous prefill run per sequence on the same values, with physical
-// blocks shuffled and every unowned slot NaN.
+// Batched variable-length paged prefill, every version, in fp32 and fp16: mixed batches of
+// sequences with and without cached prefixes and a decode row, against oracle::attention on the
+// logically ordered keys AND against contiguous prefill run per sequence on the same values,
+// with physical blocks shuffled and every unowned slot NaN.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -55,11 +55,12 @@ Batch make_batch(const std::vector<Seq>& seqs) {
 
 template <typename T>
 std::vector<float> run_paged(const std::vector<float>& q, const Batch& batch,
-                             const testing::DevicePagedKv<T>& d, const AttentionHeads& heads) {
+                             const testing::DevicePagedKv<T>& d, const AttentionHeads& heads,
+                             int version) {
   DeviceBuffer<float> d_q(q), d_out(q.size());
   DeviceBuffer<int> d_cu(batch.cu_seqlens);
   launch_paged_attention_prefill(d_q.get(), d_cu.get(), batch.cu_seqlens.back(), batch.max_q_len,
-                                 d.kv, d.block_tables, heads, d_out.get(), nullptr);
+                                 d.kv, d.block_tables, heads, d_out.get(), nullptr, version);
   return d_out.to_host();
 }
 
@@ -92,11 +93,14 @@ void check_paged_prefill(const AttentionHeads& heads, const std::vector<Seq>& se
                     std::size_t(batch.cu_seqlens.back()) * heads.n_heads * heads.head_dim, 1.0f);
   const std::string what =
       testing::describe(heads) + " " + testing::describe_batch(block_size, batch.lens);
-  const std::vector<float> got = run_paged(q, batch, d, heads);
-  testing::expect_close(got, testing::oracle_paged(q, p, batch.q_lens, heads), tol::kKernelVsOracle,
-                        "v1 vs oracle, " + what);
-  testing::expect_close(got, run_contiguous(q, batch, p, heads), tol::kKernelVsOracle,
-                        "v1 vs contiguous, " + what);
+  const std::vector<float> want = testing::oracle_paged(q, p, batch.q_lens, heads);
+  const std::vector<float> contiguous = run_contiguous(q, batch, p, heads);
+  for (int version = 0; version <= kPagedPrefillVersions; ++version) {
+    const std::vector<float> got = run_paged(q, batch, d, heads, version);
+    const std::string name = "v" + std::to_string(version);
+    testing::expect_close(got, want, tol::kKernelVsOracle, name + " vs oracle, " + what);
+    testing::expect_close(got, contiguous, tol::kKernelVsOracle, name + " vs contiguous, " + what);
+  }
 }
 
 using SweepTypes = ::testing::Types<float, __half>;
@@ -144,8 +148,11 @@ TEST(PagedPrefill, AgreesWithMultiQueryDecodeOnVerificationRows) {
   DeviceBuffer<float> d_q(q), d_out(q.size());
   launch_paged_attention_decode(d_q.get(), d.kv, d.block_tables, 4, heads, d_out.get(), {},
                                 nullptr);
-  testing::expect_close(run_paged(q, batch, d, heads), d_out.to_host(), tol::kKernelVsOracle,
-                        "prefill vs decode");
+  for (int version = 1; version <= kPagedPrefillVersions; ++version) {
+    testing::expect_close(run_paged(q, batch, d, heads, version), d_out.to_host(),
+                          tol::kKernelVsOracle,
+                          "prefill v" + std::to_string(version) + " vs decode");
+  }
 }
 
 TEST(PagedPrefill, BadBlockIdPoisonsOnlyItsSequence) {
@@ -159,26 +166,29 @@ TEST(PagedPrefill, BadBlockIdPoisonsOnlyItsSequence) {
   const std::vector<float> q =
       random_values(8, 1, std::size_t(batch.cu_seqlens.back()) * row, 1.0f);
   const std::vector<float> want = testing::oracle_paged(q, p, batch.q_lens, heads);
-  const std::vector<float> got = run_paged(q, batch, d, heads);
-  for (std::size_t b : {0u, 2u}) {
-    const std::size_t from = batch.cu_seqlens[b] * row, to = batch.cu_seqlens[b + 1] * row;
-    testing::expect_close(std::vector<float>(got.begin() + from, got.begin() + to),
-                          std::vector<float>(want.begin() + from, want.begin() + to),
-                          tol::kKernelVsOracle, "sequence " + std::to_string(b));
-  }
-  for (std::size_t i = batch.cu_seqlens[1] * row; i < batch.cu_seqlens[2] * row; ++i) {
-    ASSERT_TRUE(std::isnan(got[i])) << "sequence 1 value " << i;
+  for (int version = 1; version <= kPagedPrefillVersions; ++version) {
+    const std::string name = "v" + std::to_string(version);
+    const std::vector<float> got = run_paged(q, batch, d, heads, version);
+    for (std::size_t b : {0u, 2u}) {
+      const std::size_t from = batch.cu_seqlens[b] * row, to = batch.cu_seqlens[b + 1] * row;
+      testing::expect_close(std::vector<float>(got.begin() + from, got.begin() + to),
+                            std::vector<float>(want.begin() + from, want.begin() + to),
+                            tol::kKernelVsOracle, name + " sequence " + std::to_string(b));
+    }
+    for (std::size_t i = batch.cu_seqlens[1] * row; i < batch.cu_seqlens[2] * row; ++i) {
+      ASSERT_TRUE(std::isnan(got[i])) << name << " sequence 1 value " << i;
+    }
   }
 }
 
 TEST(PagedPrefillArgs, RejectsBadArguments) {
   alignas(16) static float pool[4];  // argument checks run before any launch
-  const auto prefill = [](PagedKvCache<float> kv, DeviceBlockTables t, int total_q, int max_q_len,
+  const auto prefill = [](PagedKVView<float> kv, DeviceBlockTables t, int total_q, int max_q_len,
                           AttentionHeads heads, int version) {
     launch_paged_attention_prefill<float>(nullptr, nullptr, total_q, max_q_len, kv, t, heads,
                                           nullptr, nullptr, version);
   };
-  const PagedKvCache<float> kv{pool, pool, 8, 16};
+  const PagedKVView<float> kv{pool, pool, 8, 16};
   const DeviceBlockTables t{nullptr, nullptr, 2, 4};
   const AttentionHeads ok{4, 2, 16};
   EXPECT_THROW(prefill({pool, pool, 0, 16}, t, 4, 4, ok, 0), std::invalid_argument);
@@ -189,7 +199,9 @@ TEST(PagedPrefillArgs, RejectsBadArguments) {
   EXPECT_THROW(prefill(kv, t, 4, 0, ok, 0), std::invalid_argument);
   EXPECT_THROW(prefill(kv, t, 4, 4, {6, 4, 16}, 0), std::invalid_argument);
   EXPECT_THROW(prefill(kv, t, 4, 4, {4, 2, 0}, 0), std::invalid_argument);
-  EXPECT_THROW(prefill(kv, t, 4, 4, ok, 2), std::invalid_argument);
+  EXPECT_THROW(prefill(kv, t, 4, 4, ok, kPagedPrefillVersions + 1), std::invalid_argument);
+  // v01 keeps every score in shared memory: 16 * 1000 keys do not fit in 48 KiB.
+  EXPECT_THROW(prefill(kv, {nullptr, nullptr, 2, 1000}, 4, 4, ok, 1), std::invalid_argument);
   EXPECT_NO_THROW(prefill(kv, t, 0, 4, ok, 0));                         // no new token
   EXPECT_NO_THROW(prefill(kv, {nullptr, nullptr, 0, 4}, 4, 4, ok, 0));  // empty batch
 }

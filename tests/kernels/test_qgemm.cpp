@@ -34,9 +34,9 @@ class QuantGemm : public testing::DeviceTest, public ::testing::WithParamInterfa
 };
 
 TEST_P(QuantGemm, MatchesOracleOverGroupSizesShapesAndActOrder) {
-  // (m, rows, cols): m 1, 17, 67 (one row; partial 16-row tiles; a second 64-row tile of v02
-  // with 3 rows), rows 3, 17, 129 and cols 32, 100, 172, 1000 (partial 16- and 64-wide tiles,
-  // odd nibble counts, narrow last groups).
+  // (m, rows, cols): m 1, 17, 67 (one row; partial 16-row tiles of v02; a second 64-row tile
+  // of v03 with 3 rows), rows 3, 17, 129 and cols 32, 100, 172, 1000 (partial 16- and 64-wide
+  // tiles, odd nibble counts, narrow last groups).
   const std::vector<std::tuple<int, int, int>> shapes = {
       {1, 17, 172}, {17, 3, 100}, {67, 129, 32}, {5, 20, 1000}};
   int n = 0;

@@ -59,7 +59,7 @@ TEST_P(QuantGemv, MatchesOracleOverGroupSizesAndShapes) {
   // pass; group 128 leaves 32), 4160 (130 INT4 / 260 INT8 chunks: the unrolled main loop and its
   // tail). General path: cols 100, 172 (stories260K's hidden width, 5·32 + 12), 1000 — odd
   // nibble counts per group and rows that are not whole chunks. Rows 1, 3, 17, 129: partial
-  // blocks of 8 (16 for v04, v05) rows and, for v04 and v05, an odd last row.
+  // blocks of 8 (16 for v05, v06) rows and, for v05 and v06, an odd last row.
   const std::vector<std::pair<int, int>> shapes = {{1, 32},  {129, 96}, {17, 1056}, {3, 4160},
                                                    {1, 100}, {3, 172},  {17, 1000}, {129, 100}};
   int chunked = 0;
@@ -69,7 +69,7 @@ TEST_P(QuantGemv, MatchesOracleOverGroupSizesAndShapes) {
     for (const quant::QuantScheme& scheme : schemes(group_size)) {
       for (const auto& [rows, cols] : shapes) {
         QuantCase c;
-        c.batch = 1 + n % 9;  // 1..9: every batch tier (1, 4, 16) of v02–v05
+        c.batch = 1 + n % 9;  // 1..9: every batch tier (1, 4, 16) of v03–v06
         c.rows = rows;
         c.cols = cols;
         c.scheme = scheme;
@@ -78,7 +78,7 @@ TEST_P(QuantGemv, MatchesOracleOverGroupSizesAndShapes) {
       }
     }
   }
-  // The sweep must exercise both paths of v02–v05 (a shape list edit could silently drop one).
+  // The sweep must exercise both paths of v03–v06 (a shape list edit could silently drop one).
   EXPECT_GT(chunked, 0);
   EXPECT_GT(general, 0);
 }
@@ -120,8 +120,8 @@ TEST_P(QuantGemv, AccumulatesIntoY) {
 }
 
 TEST_P(QuantGemv, BatchLargerThanOnePassIsSplitIntoPasses) {
-  // v02–v05 keep kQGemvMaxBatch (16) vectors in registers per pass over W; 17 and 35 need a
-  // second and a third pass (v01 runs any batch in one grid).
+  // v03–v06 keep kQGemvMaxBatch (16) vectors in registers per pass over W; 17 and 35 need a
+  // second and a third pass (v01 and v02 run any batch in one grid).
   for (int batch : {kQGemvMaxBatch, kQGemvMaxBatch + 1, 2 * kQGemvMaxBatch + 3}) {
     for (int cols : {64, 100}) {
       for (Epilogue e : {Epilogue::kStore, Epilogue::kAccumulate}) {

@@ -156,9 +156,9 @@ void PagedKVCache::attend(int layer, const float* q, float* out, cudaStream_t st
   dispatch_dtype(layout_.dtype, [&](auto tag) {
     using T = decltype(tag);
     const std::int64_t base = std::int64_t(layer) * layer_rows() * kv_dim;
-    const PagedKvCache<T> pools{reinterpret_cast<const T*>(k_.get()) + base,
-                                reinterpret_cast<const T*>(v_.get()) + base, num_blocks_,
-                                block_size_};
+    const PagedKVView<T> pools{reinterpret_cast<const T*>(k_.get()) + base,
+                               reinterpret_cast<const T*>(v_.get()) + base, num_blocks_,
+                               block_size_};
     if (decode_q_len_ > 0) {
       launch_paged_attention_decode<T>(q, pools, device_tables, decode_q_len_, heads, out,
                                        {workspace_.get(), workspace_.size()}, stream);

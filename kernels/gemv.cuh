@@ -1,0 +1,195 @@
+#pragma once
+/// \file
+/// \brief The GEMV kernels of both members of the family, `y_b = W x_b` for a small batch b:
+/// dense W (kernels/gemv.cu) and weight-only quantized W (kernels/qgemv.cu). Each is written
+/// once over a loader, so version N is the same idea in both:
+///
+/// | version | kernel | loader |
+/// |---|---|---|
+/// | v01 | `gemv_kernel_v01`: one thread per output element | element: DenseWeights, QuantWeights |
+/// | v02 | `gemv_kernel_v02`: one warp per row, coalesced, shuffle reduction | element loader |
+/// | v03+ | `gemv_chunk_kernel`: the chunk loop (below) | chunk loader |
+///
+/// The chunk loop is the bandwidth design: one warp per row (or `kRows` rows), 8 warps per
+/// 256-thread block, lane l takes chunks l, l + 32, … of its rows, `kUnroll` chunks' loads are
+/// issued before the first is used (bytes in flight per lane: bandwidth = bytes in flight /
+/// latency), and up to kGemvMaxBatch input vectors are accumulated in registers so that W is
+/// read once per pass. What a chunk is belongs to the loader:
+///
+/// - `ElementChunks<W>`: one element of an element loader (the general path: any shape);
+/// - `VectorChunks<T>` (gemv.cu): 16 bytes of dense weights, 4 fp32 or 8 fp16/bf16;
+/// - `QuantChunks` (qgemv_chunk.cuh): 16 bytes of packed codes (32 INT4 / 16 INT8 values) with
+///   one scale and zero point per chunk, dequantized in registers by a policy.
+///
+/// A chunk loader has public `rows` and `cols` (the stride of x), `chunks()` per row, and
+/// `accumulate<kBatch, kRows, kCount>(row_of, x, batch, c, acc)`: `acc[r][b] += W[row_of[r],
+/// chunks c, c + 32, …] · x_b[same columns]` for kCount chunks, all loads issued first.
+
+#include <cstdint>
+
+#include "kernels/cuda_compat.h"
+#include "kernels/gemv.h"
+#include "kernels/kernel_args.h"
+#include "kernels/linear_common.cuh"
+#include "kernels/reduce.cuh"
+
+namespace nanoserve::gemv_detail {
+
+/// \brief Threads per warp.
+constexpr int kWarp = 32;
+/// \brief Warps per block of the chunk loop (256 threads: a 32-thread block would cap an SM at
+/// half its warps, and 8 warps reading 8 rows keep the loads of a block close together).
+constexpr int kWarpsPerBlock = 8;
+
+/// \brief v01: one thread per output element y[b][row], looping over the row. Neighbouring
+/// threads read addresses a row apart, so every load is its own memory transaction.
+/// x (batch, cols), y (batch, rows); grid (ceil(rows / 256), batch), block 256.
+template <typename W>
+__global__ void gemv_kernel_v01(W w, const float* __restrict__ x, float* __restrict__ y,
+                                Epilogue epilogue) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  const int b = blockIdx.y;
+  if (row >= w.rows) return;
+  const float* x_b = x + static_cast<std::int64_t>(b) * w.cols;  // (cols)
+  float acc = 0.0f;
+  for (int k = 0; k < w.cols; ++k) acc += w.at(row, k) * x_b[k];
+  apply_epilogue(&y[static_cast<std::int64_t>(b) * w.rows + row], acc, epilogue);
+}
+
+/// \brief v02: one warp per row: lane i reads elements i, i + 32, … so a warp's loads are
+/// contiguous (coalesced); the 32 partial sums meet in a `__shfl_xor_sync` butterfly.
+/// x (batch, cols), y (batch, rows); grid (rows, batch), block 32.
+template <typename W>
+__global__ void gemv_kernel_v02(W w, const float* __restrict__ x, float* __restrict__ y,
+                                Epilogue epilogue) {
+  const int row = blockIdx.x;
+  const int b = blockIdx.y;
+  const int lane = threadIdx.x;
+  const float* x_b = x + static_cast<std::int64_t>(b) * w.cols;  // (cols)
+  float acc = 0.0f;
+  for (int k = lane; k < w.cols; k += kWarp) acc += w.at(row, k) * x_b[k];
+  acc = warp_sum(acc);
+  if (lane == 0) apply_epilogue(&y[static_cast<std::int64_t>(b) * w.rows + row], acc, epilogue);
+}
+
+/// \brief Launches v01 (`kVersion` 1) or v02 (2) over element loader `w` for `batch` vectors,
+/// in grids of at most 65535 vectors (the gridDim.y limit).
+template <int kVersion, typename W>
+void launch_gemv_elementwise(const W& w, const float* x, float* y, int batch,
+                             cudaStream_t stream, Epilogue epilogue) {
+  constexpr int kV01Block = 256;
+  for (int b0 = 0; b0 < batch; b0 += kargs::kMaxGridYZ) {
+    const int nb = batch - b0 < kargs::kMaxGridYZ ? batch - b0 : kargs::kMaxGridYZ;
+    const float* xb = x + static_cast<std::int64_t>(b0) * w.cols;  // (nb, cols)
+    float* yb = y + static_cast<std::int64_t>(b0) * w.rows;        // (nb, rows)
+    if constexpr (kVersion == 1) {
+      launch(gemv_kernel_v01<W>, dim3(kargs::blocks_for(w.rows, kV01Block), nb), dim3(kV01Block),
+             0, stream, w, xb, yb, epilogue);
+    } else {
+      launch(gemv_kernel_v02<W>, dim3(w.rows, nb), dim3(kWarp), 0, stream, w, xb, yb, epilogue);
+    }
+  }
+}
+
+/// \brief The chunk loop (v03+): warp v of block blk computes the kRows rows from
+/// `(blk · 8 + v) · kRows` on, for `batch <= kBatch` vectors. x (batch, cols), y (batch, rows);
+/// grid (ceil(rows / (8 · kRows))), block 256.
+template <typename Chunks, int kBatch, int kRows, int kUnroll>
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
+    gemv_chunk_kernel(Chunks w, const float* __restrict__ x, float* __restrict__ y, int batch,
+                      Epilogue epilogue) {
+  const int lane = threadIdx.x % kWarp;
+  const int row0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp) * kRows;
+  if (row0 >= w.rows) return;  // the whole warp leaves together: its shuffles stay full-mask
+  int row_of[kRows];
+  NS_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    // A warp past the last row re-reads that row (branch-free); its sums are never stored.
+    row_of[r] = row0 + r < w.rows ? row0 + r : w.rows - 1;
+  }
+  float acc[kRows][kBatch];
+  NS_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    NS_UNROLL
+    for (int b = 0; b < kBatch; ++b) acc[r][b] = 0.0f;
+  }
+  const int chunks = w.chunks();
+  int c = lane;
+  for (; c + (kUnroll - 1) * kWarp < chunks; c += kUnroll * kWarp) {
+    w.template accumulate<kBatch, kRows, kUnroll>(row_of, x, batch, c, acc);
+  }
+  for (; c < chunks; c += kWarp) {  // tail: fewer than kUnroll chunks left for this lane
+    w.template accumulate<kBatch, kRows, 1>(row_of, x, batch, c, acc);
+  }
+  NS_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    NS_UNROLL
+    for (int b = 0; b < kBatch; ++b) {
+      if (b < batch) {  // same on every lane: not divergent
+        const float sum = warp_sum(acc[r][b]);
+        if (lane == 0 && row0 + r < w.rows) {
+          apply_epilogue(&y[static_cast<std::int64_t>(b) * w.rows + row0 + r], sum, epilogue);
+        }
+      }
+    }
+  }
+}
+
+/// \brief Runs the chunk loop over `w` for any batch: passes of at most kGemvMaxBatch vectors
+/// (each reading W again), each launched for the smallest batch tier (1, 4, 16) that holds it
+/// — the accumulators live in registers, so their count is a compile-time constant, and a
+/// kernel sized for 16 vectors would waste registers (occupancy) at batch 1.
+template <int kRows, int kUnroll, typename Chunks>
+void launch_gemv_chunks(const Chunks& w, const float* x, float* y, int batch,
+                        cudaStream_t stream, Epilogue epilogue) {
+  const dim3 grid(kargs::blocks_for(w.rows, kWarpsPerBlock * kRows));
+  const dim3 block(kWarpsPerBlock * kWarp);
+  for (int b0 = 0; b0 < batch; b0 += kGemvMaxBatch) {
+    const int nb = batch - b0 < kGemvMaxBatch ? batch - b0 : kGemvMaxBatch;
+    const float* xb = x + static_cast<std::int64_t>(b0) * w.cols;  // (nb, cols)
+    float* yb = y + static_cast<std::int64_t>(b0) * w.rows;        // (nb, rows)
+    if (nb <= 1) {
+      launch(gemv_chunk_kernel<Chunks, 1, kRows, kUnroll>, grid, block, 0, stream, w, xb, yb, nb,
+             epilogue);
+    } else if (nb <= 4) {
+      launch(gemv_chunk_kernel<Chunks, 4, kRows, kUnroll>, grid, block, 0, stream, w, xb, yb, nb,
+             epilogue);
+    } else {
+      launch(gemv_chunk_kernel<Chunks, kGemvMaxBatch, kRows, kUnroll>, grid, block, 0, stream, w,
+             xb, yb, nb, epilogue);
+    }
+  }
+}
+
+/// \brief The chunk loader of the general path: a chunk is one element of element loader W
+/// (DenseWeights or QuantWeights), so any shape, alignment and act-order works, only slower.
+template <typename W>
+struct ElementChunks : W {
+  /// \brief Chunks per row: one per column.
+  __device__ __forceinline__ int chunks() const { return this->cols; }
+  /// \brief See the file comment: kCount elements per row, loaded (dequantized) first.
+  template <int kBatch, int kRows, int kCount>
+  __device__ __forceinline__ void accumulate(const int (&row_of)[kRows],
+                                             const float* __restrict__ x, int batch, int c,
+                                             float (&acc)[kRows][kBatch]) const {
+    float wv[kCount][kRows];
+    NS_UNROLL
+    for (int u = 0; u < kCount; ++u) {
+      NS_UNROLL
+      for (int r = 0; r < kRows; ++r) wv[u][r] = this->at(row_of[r], c + u * kWarp);
+    }
+    NS_UNROLL
+    for (int u = 0; u < kCount; ++u) {
+      NS_UNROLL
+      for (int b = 0; b < kBatch; ++b) {
+        if (b < batch) {  // uniform across the warp
+          const float xv = x[static_cast<std::int64_t>(b) * this->cols + c + u * kWarp];
+          NS_UNROLL
+          for (int r = 0; r < kRows; ++r) acc[r][b] += wv[u][r] * xv;
+        }
+      }
+    }
+  }
+};
+
+}  // namespace nanoserve::gemv_detail
