@@ -36,8 +36,8 @@ nanoserve_smoke_test(ch02.parallel_sampling_tiny LABELS ${CH02_LABELS}
   RECORDS "parallel_sampling:shared,n,prompt_blocks,peak_blocks,block_copies,prefill_rows,cpu_seconds,samples"
           "parallel_sampling_check:identical,distinct_samples"
   COMMAND ${CH02} parallel-sampling --model synthetic:tiny -n 3 --new-tokens 4)
-# What scripts/tour.sh runs (the default model: stories260K when $NANOSERVE_DATA has it).
-nanoserve_smoke_test(ch02.tour LABELS ${CH02_LABELS} COMMAND ${CH02} --tour)
+# What scripts/tour.sh runs, compared with the tutorial's expected output.
+nanoserve_expected_output_test(ch02_paged_kv_cache)
 # Bad input: one clear message, non-zero exit.
 add_test(NAME ch02.bad_block_size
          COMMAND ${CH02_EXPECT_FAILURE} "block-size" ${CH02} --block-size 0)

@@ -17,8 +17,8 @@ nanoserve_smoke_test(ch03.static_trace LABELS ${CH03_LABELS} EXPECT "static b=32
   JSON FIELDS ${NS_REPORT_FIELDS} model clock RECORDS ${CH03_RECORDS}
   COMMAND ${CH03} --model synthetic:tiny --trace "${PROJECT_SOURCE_DIR}/data/traces/fixed_offline.jsonl"
           --batch-sizes 32 --skip-wasted-rows --clock cpu --max-model-len 40)
-# What scripts/tour.sh runs (the default model: stories260K when $NANOSERVE_DATA has it).
-nanoserve_smoke_test(ch03.tour LABELS ${CH03_LABELS} COMMAND ${CH03} --tour)
+# What scripts/tour.sh runs, compared with the tutorial's expected output.
+nanoserve_expected_output_test(ch03_static_batching)
 add_test(NAME ch03.bad_length_dist
          COMMAND ${CH03_EXPECT_FAILURE} "output_len: 'uniform:9' is not fixed:N" ${CH03}
                  --model synthetic:tiny --output-len uniform:9)

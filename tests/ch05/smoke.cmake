@@ -32,6 +32,8 @@ nanoserve_smoke_test(ch05.memory LABELS ${CH05_LABELS}
   EXPECT "llama2-7b +int4-g128-sym +4.125 +3.11 GiB +3.60 GiB +3.49x"
   JSON FIELDS ${NS_REPORT_FIELDS} RECORDS ${CH05_MEMORY_RECORDS}
   COMMAND ${CH05} memory)
+# The tour, compared with the tutorial's expected output.
+nanoserve_expected_output_test(ch05_quantization)
 add_test(NAME ch05.bad_format
          COMMAND ${CH05_EXPECT_FAILURE} "bits 3 is not 4 or 8" ${CH05} --model synthetic:tiny --formats int3-g128)
 add_test(NAME ch05.bad_method

@@ -15,9 +15,8 @@ nanoserve_smoke_test(ch06.tiny_all_paths LABELS ${CH06_LABELS}
   JSON FIELDS ${NS_REPORT_FIELDS} model prompts
   RECORDS "sweep:${CH06_ROW}" "warning:${CH06_ROW},draft_weights,dequantized"
   COMMAND ${CH06} --model synthetic:tiny --drafts layers-1,ngram --gammas 2 --tokens 5 --oracle)
-# What scripts/tour.sh runs (the default model: stories260K when $NANOSERVE_DATA has it).
-nanoserve_smoke_test(ch06.tour LABELS ${CH06_LABELS} EXPECT "speculative decoding through the kernels"
-  COMMAND ${CH06} --tour)
+# What scripts/tour.sh runs, compared with the tutorial's expected output.
+nanoserve_expected_output_test(ch06_speculative_decoding)
 # Bad input: one clear error and a non-zero exit.
 add_test(NAME ch06.unknown_draft
          COMMAND ${CH06_EXPECT_FAILURE} "draft 'int3-rtn': expected layers-K" ${CH06}

@@ -40,6 +40,42 @@ function(nanoserve_smoke_test name)
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
 endfunction()
 
+# nanoserve_expected_output_test(<chapter dir>): chNN.expected_output reruns the command on the
+# first line of chapters/<dir>/expected_output.txt ("$ <dir> <args>", which
+# scripts/update_expected_output.sh writes) and requires its stdout to have the same structure
+# (tests/smoke/output_structure.py: numbers blanked, everything else equal). The expected
+# outputs are simulator runs, so other builds only run the command (chNN.tour). Skipped when the
+# command's --model is not in $NANOSERVE_DATA.
+function(nanoserve_expected_output_test dir)
+  string(SUBSTRING "${dir}" 0 4 chapter)
+  set(file "${PROJECT_SOURCE_DIR}/chapters/${dir}/expected_output.txt")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${file}")
+  file(STRINGS "${file}" first LIMIT_COUNT 1)
+  if(NOT first MATCHES "^\\$ ${dir}( (.*))?$")
+    message(FATAL_ERROR "${file}: the first line must be the command, '$ ${dir} <args>'; it is '${first}'")
+  endif()
+  separate_arguments(args UNIX_COMMAND "${CMAKE_MATCH_2}")
+  set(needs_data "")
+  list(FIND args --model at)
+  if(at GREATER -1)
+    math(EXPR at "${at} + 1")
+    list(GET args ${at} model)
+    if(NOT model MATCHES "^synthetic:")
+      set(needs_data --needs-data "${model}")
+    endif()
+  endif()
+  if(NANOSERVE_BACKEND STREQUAL "sim")
+    set(name ${chapter}.expected_output)
+    add_test(NAME ${name} COMMAND ${NS_SMOKE_RUN} --expected-output "${file}" ${needs_data}
+                                  -- $<TARGET_FILE:${dir}> ${args})
+  else()
+    set(name ${chapter}.tour)
+    add_test(NAME ${name} COMMAND ${NS_SMOKE_RUN} ${needs_data} -- $<TARGET_FILE:${dir}> ${args})
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${chapter};${NANOSERVE_CHAPTER_TEST_LABELS}"
+                                          SKIP_RETURN_CODE 77)
+endfunction()
+
 # The serving metrics of a chapter-3/4 record (engine metrics_record()) that the plots and tables
 # of scripts/plots/ch03_ch04.py read.
 set(NS_SERVING_METRIC_FIELDS "config,completed,output_tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_mean_s,itl_p50_s,itl_p99_s,itl_max_s,e2e_mean_s,e2e_p50_s,e2e_p90_s,e2e_p99_s,preemptions,useful_rows,padding_rows,idle_rows,waste_fraction,kv_blocks")
