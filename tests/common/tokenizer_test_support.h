@@ -17,11 +17,10 @@
 
 namespace nanoserve::testing {
 
-/// Path of a committed fixture under tests/data/ (found from this header's own location, so
-/// the tests run from any working directory).
+/// Path of a committed fixture under tests/data/ (absolute, from tests/CMakeLists.txt, so the
+/// tests run from any working directory).
 inline std::string fixture_path(const std::string& name) {
-  std::string here = __FILE__;
-  return here.substr(0, here.find_last_of('/')) + "/../data/" + name;
+  return std::string(NANOSERVE_TEST_DATA_DIR) + "/" + name;
 }
 
 inline std::string read_text(const std::string& path) {
