@@ -34,7 +34,7 @@ fi
 target=${1:-all}
 chapters=(ch01 ch02 ch03 ch04 ch05 ch06)
 if [[ "$target" != all && ! " ${chapters[*]} " =~ " $target " ]]; then
-  echo "usage: $0 [--expected-only] all|${chapters[*]// /|}" >&2
+  echo "usage: $0 [--expected-only] all|$(IFS='|'; echo "${chapters[*]}")" >&2
   exit 2
 fi
 want() { [[ "$target" == all || "$target" == "$1" ]]; }
