@@ -19,6 +19,23 @@ std::string git_sha() {
 #endif
 }
 
+bool git_dirty() {
+  const char* env = std::getenv("NANOSERVE_GIT_DIRTY");
+  if (env != nullptr && *env != '\0') {
+    const std::string v = env;
+    if (v == "1" || v == "true" || v == "yes") return true;
+    if (v == "0" || v == "false" || v == "no") return false;
+    throw Error("$NANOSERVE_GIT_DIRTY: '" + v + "' is not 1/0, true/false or yes/no");
+  }
+  const char* sha = std::getenv("NANOSERVE_GIT_SHA");
+  if (sha != nullptr && *sha != '\0') return true;  // the configured flag is not that commit's
+#ifdef NANOSERVE_CONFIGURED_GIT_DIRTY
+  return NANOSERVE_CONFIGURED_GIT_DIRTY != 0;
+#else
+  return true;
+#endif
+}
+
 std::string utc_timestamp() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -31,7 +48,7 @@ std::string utc_timestamp() {
 nlohmann::json make_report(const std::string& program, const std::string& backend,
                            const std::string& device) {
   return {{"program", program}, {"backend", backend}, {"device", device},
-          {"git_sha", git_sha()}, {"date", utc_timestamp()},
+          {"git_sha", git_sha()}, {"git_dirty", git_dirty()}, {"date", utc_timestamp()},
           {"records", nlohmann::json::array()}};
 }
 

@@ -36,14 +36,26 @@ if [[ "${1:-}" == "--build" || ! -d "$bin" ]]; then
        -o -name 'ch[0-9][0-9]_*' \) -exec cp {} gpu_carry/bin/ \;
 fi
 export NANOSERVE_DATA=${NANOSERVE_DATA:-$PWD/gpu_carry/data}
-export NANOSERVE_GIT_SHA=$(cat gpu_carry/GIT_SHA 2>/dev/null || git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-export NANOSERVE_GIT_SHA=${NANOSERVE_GIT_SHA//$'\n'/}
+# The stamp of every results JSON: gpu_carry/GIT_SHA holds the commit and, on a second line,
+# "+dirty" when the tree had changes (scripts/prepare_gpu_carry.sh). The sha keeps its "+dirty"
+# (bench_kernels has no other way to say it); the chapters' JSON also gets git_dirty from
+# NANOSERVE_GIT_DIRTY (common/report.h).
+stamp=$(cat gpu_carry/GIT_SHA 2>/dev/null ||
+        { git rev-parse --short=12 HEAD && { git diff --quiet HEAD || echo "+dirty"; }; } 2>/dev/null ||
+        echo unknown)
+export NANOSERVE_GIT_SHA=${stamp//$'\n'/}
+if [[ "$stamp" == *+dirty* || "$stamp" == unknown ]]; then
+  export NANOSERVE_GIT_DIRTY=true
+else
+  export NANOSERVE_GIT_DIRTY=false
+fi
 
 step "device"
 {
   echo "{"
   echo "  \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\","
   echo "  \"git_sha\": \"$NANOSERVE_GIT_SHA\","
+  echo "  \"git_dirty\": $NANOSERVE_GIT_DIRTY,"
   echo "  \"gpu\": \"$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)\","
   echo "  \"driver\": \"$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)\","
   echo "  \"memory\": \"$(nvidia-smi --query-gpu=memory.total --format=csv,noheader 2>/dev/null | head -n1)\","

@@ -23,8 +23,7 @@ else()
   add_executable(sim_microbench "${CMAKE_CURRENT_SOURCE_DIR}/kernels/bench/sim_microbench.cpp")
   target_link_libraries(sim_microbench PRIVATE nanoserve_kernels)
   nanoserve_project_flags(sim_microbench)
-  add_test(NAME sim_microbench.smoke COMMAND sim_microbench --quick)
-  set_tests_properties(sim_microbench.smoke PROPERTIES LABELS "kernels")
+  nanoserve_smoke_test(sim_microbench.smoke LABELS kernels COMMAND $<TARGET_FILE:sim_microbench> --quick)
 endif()
 
 # Chapters: tests/chNN/*.cpp -> test_chNN, label chNN (engine pieces + chapter code); they run
@@ -48,13 +47,15 @@ foreach(chapter ch01 ch02 ch03 ch04 ch05 ch06)
 endforeach()
 
 # bench_kernels (apps/bench_kernels): every benchmark case must run at --quick sizes and write its
-# JSON. On the cuda backend this needs a GPU, like the `gpu` tests.
+# JSON, an array of rows that each carry their provenance (apps/bench_kernels/bench_report.h). On
+# the cuda backend this needs a GPU, like the `gpu` tests.
 if(TARGET bench_kernels)
-  add_test(NAME bench_kernels.smoke
-           COMMAND bench_kernels --quick --json "${CMAKE_CURRENT_BINARY_DIR}/bench_kernels_quick.json")
   if(NANOSERVE_BACKEND STREQUAL "cuda")
-    set_tests_properties(bench_kernels.smoke PROPERTIES LABELS "kernels;gpu")
+    set(NS_BENCH_KERNELS_LABELS "kernels;gpu")
   else()
-    set_tests_properties(bench_kernels.smoke PROPERTIES LABELS "kernels")
+    set(NS_BENCH_KERNELS_LABELS "kernels")
   endif()
+  nanoserve_smoke_test(bench_kernels.smoke LABELS ${NS_BENCH_KERNELS_LABELS}
+    JSON RECORDS "*:kernel,version,dtype,shape,ms,min_ms,gbps,gflops,pct_of_copy_bw,backend,device,git_sha"
+    COMMAND $<TARGET_FILE:bench_kernels> --quick)
 endif()

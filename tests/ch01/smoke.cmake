@@ -1,43 +1,49 @@
-# Smoke runs of the chapter-1 program (included by tests/CMakeAreas.cmake; label ch01).
+# Smoke runs of the chapter-1 program (included by tests/CMakeAreas.cmake; label ch01), each
+# through tests/smoke/smoke_run.py (nanoserve_smoke_test: exit status, check lines, JSON).
 if(NOT TARGET ch01_naive_kv_cache)
   return()
 endif()
 set(CH01 $<TARGET_FILE:ch01_naive_kv_cache>)
+set(CH01_LABELS "ch01;${NANOSERVE_CHAPTER_TEST_LABELS}")
 set(CH01_EXPECT_FAILURE bash "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_failure.sh")
 string(REPEAT "x" 40 CH01_LONG_PROMPT)  # 41 byte tokens with BOS > a 32-position context
-# --check on the tiny model in every storage type: exits non-zero if a step leaves the tolerance
-# or the two modes disagree on a token.
+# What the plots and the results table (scripts/plots/ch01.py) read from the JSON.
+set(CH01_RECORDS "latency:mode,step,position,ms,rows,max_abs_logit_diff"
+  "generation:mode,model,dtype,prompt_tokens,generated_tokens,tokens,check_ok"
+  "utilization:request,prompt_tokens,output_tokens,cached_positions,reserved_bytes,used_bytes"
+  "utilization_summary:max_seq_len,reserved_bytes,used_bytes,at_completion,time_average,reserved_over_time,used_over_time"
+  "kv_per_token:model,bytes_per_token,bytes_per_request,max_seq_len"
+  "kv_memory:model,n_layers,n_kv_heads,head_dim,bytes_per_element,bytes_per_token,bytes_per_request,bytes_per_batch")
+# --check on the tiny model in every storage type: both modes must pass the oracle and agree on
+# every token (the program exits non-zero and prints FAILED / NO otherwise).
 foreach(dtype fp32 fp16 bf16)
-  add_test(NAME ch01.check_tiny_${dtype}
-           COMMAND ${CH01} --model synthetic:tiny --steps 6 --check --dtype ${dtype}
-                   --json "${CMAKE_CURRENT_BINARY_DIR}/ch01_check_tiny_${dtype}.json")
-  set_tests_properties(ch01.check_tiny_${dtype} PROPERTIES
-    PASS_REGULAR_EXPRESSION "check naive-cache vs CPU oracle.*: OK")
+  nanoserve_smoke_test(ch01.check_tiny_${dtype} LABELS ${CH01_LABELS}
+    EXPECT "check no-cache +vs CPU oracle .*: OK" "check naive-cache vs CPU oracle .*: OK"
+           "generated the same tokens: yes"
+    JSON FIELDS ${NS_REPORT_FIELDS} step_clock RECORDS ${CH01_RECORDS}
+    COMMAND ${CH01} --model synthetic:tiny --steps 6 --check --dtype ${dtype})
 endforeach()
 # Zero steps: the prompt comes back, nothing runs, and the memory tables still print.
-add_test(NAME ch01.zero_steps COMMAND ${CH01} --model synthetic:tiny --steps 0 --check)
-set_tests_properties(ch01.zero_steps PROPERTIES PASS_REGULAR_EXPRESSION "no forward pass ran")
-# What scripts/tour.sh runs (the default model: stories260K when $NANOSERVE_DATA has it).
-add_test(NAME ch01.tour COMMAND ${CH01} --tour)
+nanoserve_smoke_test(ch01.zero_steps LABELS ${CH01_LABELS} EXPECT "no forward pass ran"
+  COMMAND ${CH01} --model synthetic:tiny --steps 0 --check)
+# What scripts/tour.sh runs, compared with the tutorial's expected output.
+nanoserve_expected_output_test(ch01_naive_kv_cache)
 # The calculator: Llama-2-7B's fp16 KV is 0.5 MiB per token and 2 GiB per 4k-token request.
-add_test(NAME ch01.kv_memory COMMAND ${CH01} kv-memory --context 4096 --batch 16)
-set_tests_properties(ch01.kv_memory PROPERTIES
-  PASS_REGULAR_EXPRESSION "llama2-7b +32 +32 +128 +fp16 +512 KiB +2.00 GiB +32.00 GiB")
+nanoserve_smoke_test(ch01.kv_memory LABELS ${CH01_LABELS}
+  EXPECT "llama2-7b +32 +32 +128 +fp16 +512 KiB +2.00 GiB +32.00 GiB"
+  JSON FIELDS ${NS_REPORT_FIELDS}
+  RECORDS "kv_memory:model,n_layers,n_kv_heads,head_dim,bytes_per_element,bytes_per_token,bytes_per_request,bytes_per_batch"
+  COMMAND ${CH01} kv-memory --context 4096 --batch 16)
 add_test(NAME ch01.prompt_longer_than_context
          COMMAND ${CH01_EXPECT_FAILURE} "the context holds 32" ${CH01} --model synthetic:tiny
                  --max-seq-len 32 --prompt "${CH01_LONG_PROMPT}")
 add_test(NAME ch01.bad_dtype
          COMMAND ${CH01_EXPECT_FAILURE} "dtype" ${CH01} --dtype fp8)
+set_tests_properties(ch01.prompt_longer_than_context ch01.bad_dtype PROPERTIES LABELS "${CH01_LABELS}")
 # `nanoserve generate/eval --device gpu` run through the same engine.
-add_test(NAME ch01.nanoserve_generate_gpu
-         COMMAND nanoserve generate -m synthetic:tiny --device gpu --dtype fp16 -n 8 -t 0)
-set_tests_properties(ch01.nanoserve_generate_gpu PROPERTIES
-  PASS_REGULAR_EXPRESSION "kernels, fp16 weights, naive-cache")
-add_test(NAME ch01.nanoserve_eval_gpu
-         COMMAND nanoserve eval -m synthetic:tiny --device gpu --window 64
-                 --text "${CMAKE_CURRENT_SOURCE_DIR}/cli/two_documents.txt")
-set_tests_properties(ch01.check_tiny_fp32 ch01.check_tiny_fp16 ch01.check_tiny_bf16 ch01.tour
-  ch01.zero_steps
-  ch01.kv_memory ch01.prompt_longer_than_context ch01.bad_dtype ch01.nanoserve_generate_gpu
-  ch01.nanoserve_eval_gpu
-  PROPERTIES LABELS "ch01;${NANOSERVE_CHAPTER_TEST_LABELS}")
+nanoserve_smoke_test(ch01.nanoserve_generate_gpu LABELS ${CH01_LABELS}
+  EXPECT "kernels, fp16 weights, naive-cache"
+  COMMAND $<TARGET_FILE:nanoserve> generate -m synthetic:tiny --device gpu --dtype fp16 -n 8 -t 0)
+nanoserve_smoke_test(ch01.nanoserve_eval_gpu LABELS ${CH01_LABELS} EXPECT "perplexity"
+  COMMAND $<TARGET_FILE:nanoserve> eval -m synthetic:tiny --device gpu --window 64
+          --text "${CMAKE_CURRENT_SOURCE_DIR}/cli/two_documents.txt")

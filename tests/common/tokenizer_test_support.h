@@ -17,11 +17,10 @@
 
 namespace nanoserve::testing {
 
-/// Path of a committed fixture under tests/data/ (absolute, from the source directory the
-/// build was configured from, so the tests run from any working directory — `__FILE__` is
-/// relative under compiler caches that rewrite paths).
+/// Path of a committed fixture under tests/data/ (absolute, from tests/CMakeLists.txt, so the
+/// tests run from any working directory).
 inline std::string fixture_path(const std::string& name) {
-  return std::string(NANOSERVE_SOURCE_DIR) + "/tests/data/" + name;
+  return std::string(NANOSERVE_TEST_DATA_DIR) + "/" + name;
 }
 
 inline std::string read_text(const std::string& path) {
