@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// \brief Results as JSON (DESIGN.md, "Results"): every program writes `--json PATH` as an
-/// object with provenance (program, backend, device, git sha, date) and one record per table
+/// \brief Results as JSON (docs/design.md, "Results"): every program writes `--json PATH` as
+/// an object with provenance (program, backend, device, git sha, date) and one record per table
 /// row, so plots and tutorials are generated from measurements, never typed in.
 
 #include <string>
