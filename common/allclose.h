@@ -1,8 +1,8 @@
 #pragma once
 /// \file
-/// \brief The one comparison helper (STYLE.md, convention 7): `|got - want| <= atol + rtol*|want|`
-/// elementwise, reporting the worst errors and the first bad index. It never exits; tests
-/// assert on its result and print it.
+/// \brief The one comparison helper (docs/style.md, convention 7):
+/// `|got - want| <= atol + rtol*|want|` elementwise, reporting the worst errors and the first
+/// bad index. It never exits; tests assert on its result and print it.
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// \brief Where model and text files are looked up (DESIGN.md, "Models"): an existing path as
-/// given, then `$NANOSERVE_DATA`, then the repository's `data/models/`.
+/// \brief Where model and text files are looked up (docs/design.md, "Models"): an existing path
+/// as given, then `$NANOSERVE_DATA`, then the repository's `data/models/`.
 
 #include <optional>
 #include <string>

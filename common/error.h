@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// \brief The project's exception types. Input validation throws; `main` catches, prints one
-/// line and exits non-zero (STYLE.md, convention 11).
+/// line and exits non-zero (docs/style.md, convention 11).
 
 #include <stdexcept>
 #include <string>

@@ -2,7 +2,7 @@
 /// \file
 /// \brief A model and its tokenizer, found and loaded together from what a user typed
 /// (`--model`, `--tokenizer`). Every program uses this so that lookup rules are the same
-/// everywhere (DESIGN.md, "Models").
+/// everywhere (docs/design.md, "Models").
 
 #include <memory>
 #include <string>

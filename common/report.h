@@ -1,9 +1,9 @@
 #pragma once
 /// \file
-/// \brief Results as JSON (DESIGN.md, "Results"): every program writes `--json PATH` as an
-/// object with provenance (program, backend, device, git sha, whether the tree was dirty, date)
-/// and one record per table row, so plots and tutorials are generated from measurements, never
-/// typed in.
+/// rief Results as JSON (docs/design.md, "Results"): every program writes `--json PATH` as
+/// an object with provenance (program, backend, device, git sha, whether the tree was dirty,
+/// date) and one record per table row, so plots and tutorials are generated from measurements,
+/// never typed in.
 
 #include <string>
 

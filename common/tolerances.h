@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// \brief Every named tolerance the tests use, each with the reason for its size
-/// (DESIGN.md, "Numbers and precision"). Add new ones here, never inline in a test.
+/// (docs/design.md, "Numbers and precision"). Add new ones here, never inline in a test.
 
 #include "common/allclose.h"
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The one prepared script to run on a GPU machine (DESIGN.md; issue "GPU validation"):
+# The one prepared script to run on a GPU machine (docs/design.md, "Two kernel backends, one
+# kernel source"; issue "GPU validation"):
 #   1. device facts (GPU, driver, nvcc), commit and date
 #   2. every test binary, `gpu`-labelled tests included (kernels vs the oracle on hardware,
 #      greedy stories260K through the CUDA path)

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// \brief The results of `bench_kernels`: a fixed-width table on stdout and, with `--json`, one
-/// JSON record per row (DESIGN.md, "Results").
+/// JSON record per row (docs/design.md, "Results").
 
 #include <cstddef>
 #include <cstdio>

@@ -4,7 +4,7 @@
 /// (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011; the generator behind
 /// cuRAND's Philox). A draw is a pure function of (key, counter), so the token sampled at
 /// position p of a request with seed s is the same whether the request runs alone, batched,
-/// preempted or speculatively — there is no generator state to advance (DESIGN.md,
+/// preempted or speculatively — there is no generator state to advance (docs/design.md,
 /// "Determinism").
 ///
 /// Header-only and `__host__ __device__`-friendly: no globals, no state, 32-bit multiplies.

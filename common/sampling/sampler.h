@@ -2,7 +2,7 @@
 /// \file
 /// \brief Turning logits into a token: greedy, temperature, top-k, top-p, min-p, with one
 /// counter-based random draw per (request seed, token position) so that the sampled token never
-/// depends on batching, preemption or speculation (DESIGN.md, "Determinism").
+/// depends on batching, preemption or speculation (docs/design.md, "Determinism").
 ///
 /// Pipeline, in this order (the order of Hugging Face's logits warpers):
 ///

@@ -9,8 +9,10 @@
 ///     truncate(L+n):  0 ........ L+n-1                     n drafts accepted, the rest forgotten
 ///
 /// The oracle implements it here (`OracleRollbackDecoder`, a `KVStore` whose `set_length`
-/// rolls back); the GPU `ModelRunner` implements the same interface over paged KV, where
-/// forgetting positions means freeing the blocks/slots past the new length.
+/// rolls back). Through the kernels, `engine::PagedDecoder`
+/// (`common/engine/decode/paged_decoder.h`) implements it over paged KV: `forward_all` sends
+/// the rows as one chunk, and `truncate` is `KVCacheManager::rollback`, which forgets the
+/// slots past the new length and returns blocks left empty to the pool.
 
 #include <string>
 #include <vector>
@@ -21,7 +23,7 @@
 
 namespace nanoserve::speculative {
 
-/// \brief A decode decoder with all-position logits and KV rollback, for one sequence.
+/// \brief A `Decoder` with all-position logits and KV rollback, for one sequence.
 class RollbackDecoder : public Decoder {
  public:
   /// \brief Processes `tokens` at positions `start_pos .. start_pos + T - 1` (`start_pos` must

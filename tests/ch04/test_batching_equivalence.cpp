@@ -1,4 +1,4 @@
-// The equality that anchors chapters 3 and 4 (DESIGN.md, "Determinism"): on random
+// The equality that anchors chapters 3 and 4 (docs/design.md, "Determinism"): on random
 // workloads, every request's tokens are identical whether it runs alone, in a static batch,
 // or under continuous batching — with and without chunked prefill and prefix caching, and
 // through preemptions forced by a small KV pool. Greedy and seeded sampling alike.

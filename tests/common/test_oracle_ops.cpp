@@ -16,7 +16,7 @@ namespace {
 
 using nanoserve::testing::random_tensor;
 
-// Awkward sizes (STYLE.md convention 9): 1, odd, primes, one past a power of two.
+// Awkward sizes (docs/style.md, convention 9): 1, odd, primes, one past a power of two.
 const int kSizes[] = {1, 3, 17, 129};
 
 TEST(OracleEmbedding, GathersRowsOfTheTable) {

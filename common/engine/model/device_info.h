@@ -2,7 +2,7 @@
 /// \file
 /// \brief Which device the kernels run on, in words a report can print: a real GPU (cuda
 /// preset) or the CPU simulator of CUDA (sim preset) — never to be confused, because the
-/// simulator's timings are CPU timings (DESIGN.md, "Results").
+/// simulator's timings are CPU timings (docs/design.md, "Measured, simulated, modeled").
 
 #include <string>
 

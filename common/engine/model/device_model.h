@@ -4,8 +4,9 @@
 /// (fp32, fp16 or bf16; `--dtype`) — llama2.c's `TransformerWeights`, on the GPU.
 ///
 /// Every tensor is rounded once, to nearest even, from the fp32 host weights; the norm gains
-/// too, so a fp16 model really is fp16 end to end (activations stay fp32: DESIGN.md, "Numbers
-/// and precision"). A tied classifier shares the embedding's device memory, as in the file.
+/// too, so a fp16 model really is fp16 end to end (activations stay fp32: docs/design.md,
+/// "Numbers and precision"). A tied classifier shares the embedding's device memory, as in the
+/// file.
 ///
 /// The linear layers sit behind `DeviceLinear`, so the quantization chapter can swap a layer's
 /// dense weights for packed INT8/INT4 ones without touching the forward pass.

@@ -12,7 +12,8 @@
 ///
 /// Determinism rule for every executor: the token sampled for a request at position p
 /// depends only on that request's own tokens and (seed, p) — never on which other requests
-/// share the batch, how its prompt was chunked, or whether it was preempted (DESIGN.md).
+/// share the batch, how its prompt was chunked, or whether it was preempted (docs/design.md,
+/// "Determinism").
 
 #include <chrono>
 #include <thread>

@@ -56,7 +56,7 @@ struct SchedulerOutput {
   std::vector<int64_t> slot_mapping;  ///< (T) each row's KV slot, block_id*block_size+offset
   std::vector<BlockCopy> block_copies;  ///< copy-on-write copies to perform before the pass
   std::vector<int64_t> preempted_ids;   ///< requests preempted while this step was planned
-  /// \brief Rows a static batch computes for nothing (padding, finished members' slots): not
+  /// \brief Rows a static batch computes for nothing (padding, finished members' rows): not
   /// in the arrays above, but a padded forward pays for them, so an executor charges them.
   int num_wasted_rows = 0;
 

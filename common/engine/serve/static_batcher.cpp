@@ -69,7 +69,7 @@ class BatchRunner {
     }
     run_.waste.padding_rows += out.num_wasted_rows;
     step(out, scheduled, batch);
-    // Decode in lockstep until the last member finishes; finished members idle in their slot.
+    // Decode in lockstep until the last member finishes; finished members idle in the batch.
     while (std::any_of(batch.begin(), batch.end(), [](Request* r) { return !r->finished(); })) {
       out = SchedulerOutput{};
       scheduled.clear();

@@ -7,7 +7,7 @@
 ///     batch of 4, left-padded prompts, then lockstep decode steps:
 ///
 ///     req 0   · · p p p p │ g g g g g g E ·  ·       p prompt   g generated   E stop
-///     req 1   p p p p p p │ g g E · · · · ·  ·       · wasted row (padding / idle slot)
+///     req 1   p p p p p p │ g g E · · · · ·  ·       · wasted row (padding / idle member)
 ///     req 2   · · · · p p │ g g g g g g g g  g
 ///     req 3   · · · p p p │ g E · · · · · ·  ·       (the batch ends when req 2 does;
 ///             └ prefill ──┘ └── decode steps ──┘      requests 4.. wait for all of it)
@@ -18,7 +18,7 @@
 /// positions and paged KV, so padding computes nothing useful; the batcher does not build
 /// padded rows, it counts them (`BatchWaste::padding_rows`) and passes them to the executor
 /// as `num_wasted_rows`, which a padded forward would pay for. Likewise every decode step
-/// charges one idle row per member that has finished but keeps its slot.
+/// charges one idle row per member that has finished but keeps its place in the batch.
 ///
 /// Memory: a static batch (like HF `generate`) reserves each member's worst case —
 /// prompt + max_tokens, within the context — up front, so a batch closes early when the next
