@@ -19,7 +19,11 @@
 #include "common/harness/clocks.h"
 #include "chapters/ch02_paged_kv_cache/multiturn.h"
 #include "chapters/ch02_paged_kv_cache/parallel_sampling.h"
+#include "chapters/ch02_paged_kv_cache/served_utilization.h"
 #include "chapters/ch02_paged_kv_cache/utilization.h"
+#include "common/data_path.h"
+#include "common/eval/documents.h"
+#include "common/quant/calibration.h"
 #include "common/engine/model/device_info.h"
 #include "common/engine/model/device_model.h"
 #include "common/model_bundle.h"
@@ -44,6 +48,8 @@ struct Args {
   int max_seq_len = 0;
   int regions = 8;
   std::vector<int> sweep = {1, 4, 8, 16, 32, 64, 128};
+  bool serve = false;
+  int serve_tokens = 0;
   // multiturn
   std::string chats;
   int turn_tokens = 8;
@@ -63,15 +69,37 @@ struct Scenarios {
   bool utilization = false, multiturn = false, sampling = false;
 };
 
-void run_utilization(const ModelConfig& c, DType dtype, const Args& a, nlohmann::json& records) {
+void run_utilization(const ModelBundle& b, const engine::DeviceModel& dm, const Args& a,
+                     nlohmann::json& records) {
+  const ModelConfig& c = b.model.config;
   UtilizationConfig u;
   u.max_seq_len = a.max_seq_len == 0 ? c.max_seq_len : a.max_seq_len;
   u.regions = a.regions;
   u.block_size = a.block_size;
-  u.bytes_per_token = c.kv_bytes_per_token(dtype_bytes(dtype));
+  u.bytes_per_token = c.kv_bytes_per_token(dtype_bytes(dm.dtype()));
   const std::vector<harness::RequestShape> batch = harness::mixed_length_requests();
   print_utilization(replay_utilization(batch, u), batch, u, records);
   print_block_size_sweep(batch, u, a.sweep, records);
+  if (!a.serve) return;
+  ServedConfig served;
+  served.temperature = a.temperature;
+  served.seed = a.seed;
+  served.stop_tokens = {b.tokenizer->eos_id(), b.tokenizer->bos_id()};
+  served.max_new_tokens = a.serve_tokens;
+  // Real stories as prompts when there is a real model and the text sample (its stories end
+  // with EOS, so the outputs have the model's lengths); otherwise synthetic prompts.
+  const auto sample = find_data_file("tinystories_valid_sample.txt");
+  if (sample && b.format != ModelFormat::kSynthetic) {
+    const std::string text =
+        quant::select_documents(eval::read_text_file(*sample), {1, int(batch.size())});
+    for (const auto& doc : eval::split_documents(text, eval::kDefaultDelimiter)) {
+      served.prompts.push_back(b.tokenizer->encode(std::string(doc), true, false));
+    }
+    served.prompt_source = "the openings of stories 1.." + std::to_string(batch.size()) +
+                           " of the text sample";
+  }
+  std::fprintf(stderr, "utilization: serving the mix on the model ...\n");
+  print_served_utilization(serve_utilization(dm, batch, u, served), u, served, records);
 }
 
 bool run_multiturn_scenario(const ModelBundle& b, const engine::DeviceModel& dm, const Args& a,
@@ -146,7 +174,7 @@ int run(const Args& a, Scenarios s) {
   report["clock"] = "process CPU time and wall time";
   nlohmann::json& records = report["records"];
   bool ok = true;
-  if (s.utilization) run_utilization(c, dtype, a, records);
+  if (s.utilization) run_utilization(b, dm, a, records);
   if (s.multiturn) ok = run_multiturn_scenario(b, dm, a, records) && ok;
   if (s.sampling) ok = run_sampling_scenario(b, dm, a, records) && ok;
   if (std::string(engine::kernel_backend()) == "sim" && (s.multiturn || s.sampling)) {
@@ -183,6 +211,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 1 << 16));
   util->add_option("--sweep", a.sweep, "block sizes of the sweep")->capture_default_str()
       ->check(CLI::Range(1, 4096));
+  util->add_flag("--serve", a.serve,
+                 "also serve the mix's prompts on the model until EOS and measure the live cache "
+                 "(runs the model: slow on the simulator)");
+  util->add_option("--serve-tokens", a.serve_tokens, "cap on each served output; 0 = the context")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   CLI::App* multi = app.add_subcommand("multiturn", "chat sessions, prefix caching off vs on");
   multi->add_option("--chats", a.chats, "chat script (default: data/chats/chats.txt)");
   multi->add_option("--new-tokens", a.turn_tokens, "greedy tokens per reply")->capture_default_str()
