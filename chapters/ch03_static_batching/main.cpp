@@ -6,7 +6,7 @@
 // Groups the workload's requests in arrival order into batches, runs every batch through the
 // model (kernels over paged KV, one forward pass per lockstep step) until its LAST member
 // finishes, and reports throughput, per-request latency and the rows a padded batch computes
-// for nothing: padding up to the longest prompt, and the slots of members that finished
+// for nothing: padding up to the longest prompt, and the rows of members that finished
 // early. README.md is the tutorial that walks through this file.
 #include <CLI/CLI.hpp>
 
@@ -47,14 +47,14 @@ struct Args {
   std::string json;
 };
 
-// The first batch of a run, member by member: where its slot idled.
+// The first batch of a run, member by member: where its batch row idled.
 void print_first_batch(const engine::ServingRun& run, int batch_size) {
   const int n = std::min<int>(batch_size, static_cast<int>(run.requests.size()));
   if (n < 2) return;
   int steps = 0;
   for (int i = 0; i < n; ++i) steps = std::max(steps, run.requests[std::size_t(i)].num_output_tokens());
   std::printf("  first batch of %d: %d lockstep steps (its longest member); per member:\n", n, steps);
-  std::printf("    %4s %7s %9s %10s   slot over the steps (g = generating, . = idle)\n", "req",
+  std::printf("    %4s %7s %9s %10s   batch row over the steps (g = generating, . = idle)\n", "req",
               "prompt", "generated", "idle steps");
   for (int i = 0; i < n; ++i) {
     const engine::Request& r = run.requests[std::size_t(i)];

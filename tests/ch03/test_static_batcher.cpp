@@ -1,4 +1,4 @@
-// Static batching (chapter 3): batches in arrival order, padding and idle-slot waste counted
+// Static batching (chapter 3): batches in arrival order, padding and idle-row waste counted
 // exactly, batch start policy, worst-case KV reservation, rejections.
 #include <gtest/gtest.h>
 
@@ -52,7 +52,7 @@ TEST(Ch03StaticBatcher, CountsPaddingAndIdleSlotsExactly) {
   EXPECT_EQ(run.steps[1].num_wasted_rows, 1);
   EXPECT_EQ(run.kv.blocks_in_use, 0);
   ASSERT_EQ(run.requests.size(), 3u);
-  EXPECT_NEAR(run.requests[0].finished_s, 2.5, 1e-12);  // done early, but its slot idles on
+  EXPECT_NEAR(run.requests[0].finished_s, 2.5, 1e-12);  // done early, but its batch row idles on
   EXPECT_NEAR(run.requests[2].finished_s, 3.8, 1e-12);
   EXPECT_NEAR(run.requests[1].finished_s, 6.4, 1e-12);
   for (const engine::Request& r : run.requests) {
