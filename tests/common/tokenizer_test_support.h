@@ -17,11 +17,11 @@
 
 namespace nanoserve::testing {
 
-/// Path of a committed fixture under tests/data/ (found from this header's own location, so
-/// the tests run from any working directory).
+/// Path of a committed fixture under tests/data/, absolute (tests/CMakeLists.txt defines the
+/// directory), so the tests run from any working directory. `__FILE__` is not enough: ccache
+/// with `base_dir` set rewrites it to a path relative to the build directory.
 inline std::string fixture_path(const std::string& name) {
-  std::string here = __FILE__;
-  return here.substr(0, here.find_last_of('/')) + "/../data/" + name;
+  return std::string(NANOSERVE_TESTS_DIR) + "/data/" + name;
 }
 
 inline std::string read_text(const std::string& path) {
