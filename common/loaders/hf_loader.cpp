@@ -3,12 +3,12 @@
 #include <cfloat>
 #include <climits>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "common/error.h"
+#include "common/io/input_file.h"
+#include "common/io/json_text.h"
 #include "common/loaders/mapped_file.h"
 #include "common/loaders/safetensors_file.h"
 #include "common/loaders/tensor_decode.h"
@@ -114,12 +114,7 @@ std::string read_text_file(const std::string& path) {
 }  // namespace
 
 ModelConfig parse_hf_config(const std::string& json_text, const std::string& file) {
-  json cfg;
-  try {
-    cfg = json::parse(json_text);
-  } catch (const json::exception& e) {
-    throw LoadError(file, "json", std::string("is not valid JSON: ") + e.what());
-  }
+  const json cfg = parse_json_text(json_text, file);
   if (!cfg.is_object()) throw LoadError(file, "json", "is not a JSON object");
   check_llama_family(cfg, file);
   ModelConfig c;

@@ -159,7 +159,8 @@ TEST(HfLoaderBadInput, NanWeightNamesTheTensor) {
 
 TEST(HfLoaderBadInput, ConfigThatIsNotJsonOrNotALlamaIsRejected) {
   const std::vector<uint8_t> st = good().safetensors;
-  expect_load_error([&] { load("{\"hidden_size\": 8,", st); }, kConfig, "json", "not valid JSON");
+  expect_load_error([&] { load("{\"hidden_size\": 8,", st); }, kConfig + ":1", "json",
+                    "not valid JSON");
   expect_load_error([&] { load("[1, 2]", st); }, kConfig, "json", "not a JSON object");
   expect_load_error(
       [&] {
