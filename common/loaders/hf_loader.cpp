@@ -103,13 +103,8 @@ class TensorSource {
   const SafetensorsFile& f_;
 };
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw LoadError(path, "file", "cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// A config.json is a few kilobytes; the limit only stops a huge file before it is read.
+constexpr uint64_t kMaxConfigJsonBytes = 1 << 20;
 
 }  // namespace
 
@@ -155,7 +150,7 @@ Model load_hf_model(const std::string& dir) {
         weights_path, "file",
         "missing; sharded checkpoints (model.safetensors.index.json) are not supported");
   }
-  const std::string config_text = read_text_file(config_path);
+  const std::string config_text = read_input_file(config_path, "config.json", kMaxConfigJsonBytes);
   const MappedFile weights(weights_path);
   return load_hf_from_memory(config_text, weights.data(), weights.size(), dir);
 }

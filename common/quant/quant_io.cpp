@@ -337,7 +337,7 @@ QuantizedModel load_quantized_model_from_memory(const uint8_t* data, size_t size
 }
 
 QuantizedModel load_quantized_model(const std::string& path) {
-  const MappedFile file(path);
+  const MappedFile file(path, "quantized model");
   return load_quantized_model_from_memory(file.data(), file.size(), path);
 }
 
