@@ -19,16 +19,20 @@ namespace {
 
 using nlohmann::json;
 
+/// An integer key in [lo, hi] (ConfigLimits), checked as it is read, before anything is
+/// derived from it.
 int get_int(const json& cfg, const std::string& file, const char* key,
-            std::optional<int> fallback) {
+            std::optional<int> fallback, int64_t lo = 0, int64_t hi = INT_MAX) {
   if (!cfg.contains(key) || cfg[key].is_null()) {
     if (fallback) return *fallback;
     throw LoadError(file, key, "is missing");
   }
   const json& v = cfg[key];
-  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT_MAX) {
-    throw LoadError(file, key, v.dump() + " is not an integer in [0, INT_MAX]");
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT_MAX))) {
+    throw LoadError(file, key, v.dump() + " is not an integer in [" + std::to_string(lo) + ", " +
+                                   std::to_string(hi) + "]");
   }
+  check_config_field(file, key, v.get<int64_t>(), lo, hi);
   return v.get<int>();
 }
 
@@ -114,20 +118,21 @@ ModelConfig parse_hf_config(const std::string& json_text, const std::string& fil
   check_llama_family(cfg, file);
   ModelConfig c;
   c.name = file;
-  c.dim = get_int(cfg, file, "hidden_size", std::nullopt);
-  c.hidden_dim = get_int(cfg, file, "intermediate_size", std::nullopt);
-  c.n_layers = get_int(cfg, file, "num_hidden_layers", std::nullopt);
-  c.n_heads = get_int(cfg, file, "num_attention_heads", std::nullopt);
-  c.n_kv_heads = get_int(cfg, file, "num_key_value_heads", c.n_heads);
+  using L = ConfigLimits;
+  c.dim = get_int(cfg, file, "hidden_size", std::nullopt, 1, L::kMaxDim);
+  c.hidden_dim = get_int(cfg, file, "intermediate_size", std::nullopt, 1, L::kMaxHiddenDim);
+  c.n_layers = get_int(cfg, file, "num_hidden_layers", std::nullopt, 1, L::kMaxLayers);
+  c.n_heads = get_int(cfg, file, "num_attention_heads", std::nullopt, 1, L::kMaxHeads);
+  c.n_kv_heads = get_int(cfg, file, "num_key_value_heads", c.n_heads, 1, c.n_heads);
   if (c.n_heads == 0) throw LoadError(file, "num_attention_heads", "is 0");
   if (!cfg.contains("head_dim") && c.dim % c.n_heads != 0) {
     throw LoadError(file, "num_attention_heads",
                     std::to_string(c.n_heads) + " does not divide hidden_size=" +
                         std::to_string(c.dim) + " and head_dim is absent");
   }
-  c.head_dim = get_int(cfg, file, "head_dim", c.dim / c.n_heads);
-  c.vocab_size = get_int(cfg, file, "vocab_size", std::nullopt);
-  c.max_seq_len = get_int(cfg, file, "max_position_embeddings", std::nullopt);
+  c.head_dim = get_int(cfg, file, "head_dim", c.dim / c.n_heads, 2, L::kMaxHeadDim);
+  c.vocab_size = get_int(cfg, file, "vocab_size", std::nullopt, 1, L::kMaxVocab);
+  c.max_seq_len = get_int(cfg, file, "max_position_embeddings", std::nullopt, 1, L::kMaxSeqLen);
   c.rope_theta = get_positive_float(cfg, file, "rope_theta", 10000.0f);
   c.rope_style = RopeStyle::kRotateHalf;
   c.norm_eps = get_positive_float(cfg, file, "rms_norm_eps", 1e-6f);

@@ -191,11 +191,11 @@ TEST(HfLoaderBadInput, MissingAbsurdOrInconsistentConfigValuesAreRejected) {
                     kConfig, "hidden_size", "is missing");
   expect_load_error(
       [&] { load(with_config([](json& c) { c["num_hidden_layers"] = 1 << 30; }), st); }, kConfig,
-      "n_layers");
+      "num_hidden_layers", "outside [1, 1024]");
   expect_load_error([&] { load(with_config([](json& c) { c["num_hidden_layers"] = "2"; }), st); },
                     kConfig, "num_hidden_layers", "not an integer");
   expect_load_error([&] { load(with_config([](json& c) { c["num_key_value_heads"] = 3; }), st); },
-                    kConfig, "n_kv_heads");
+                    kConfig, "num_key_value_heads");
   expect_load_error([&] { load(with_config([](json& c) { c["rms_norm_eps"] = -1; }), st); },
                     kConfig, "rms_norm_eps", "not a positive finite number");
   expect_load_error(
