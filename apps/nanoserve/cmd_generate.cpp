@@ -1,4 +1,6 @@
 // nanoserve generate: prompt in, text out (prompt included) on stdout; statistics on stderr.
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -31,6 +33,16 @@ struct GenerateArgs {
 int run_generate(const GenerateArgs& a) {
   const ModelSource src = load_model_source(a.model, a.tokenizer);
   const Tokenizer& tok = *src.tokenizer;
+  const std::vector<int> prompt = tok.encode(a.prompt, /*add_bos=*/true, /*add_eos=*/false);
+  const int context = src.model.config.max_seq_len;
+  if (static_cast<int>(prompt.size()) > context) {
+    throw InvalidArgument("the prompt has " + std::to_string(prompt.size()) +
+                          " tokens but the context holds " + std::to_string(context));
+  }
+  // The KV cache holds what this run needs, not the context the file claims (a context of
+  // 2^20 positions is gigabytes of KV even for a tiny model).
+  const int positions = static_cast<int>(
+      std::min<std::int64_t>(context, std::int64_t(prompt.size()) + a.steps));
   // cpu: the Eigen oracle (on the dequantized weights for a quantized model). gpu: the kernels
   // through chapter 1's engine with a naive KV cache (chapter 5's quantized linears for an NSQM
   // file) — on a GPU in the cuda build, on the CPU simulator in the sim build (the device name
@@ -39,10 +51,11 @@ int run_generate(const GenerateArgs& a) {
   std::unique_ptr<DecodeBackend> backend;
   if (a.device == "gpu") {
     device_model = src.to_device(parse_dtype(a.dtype));
-    backend = std::make_unique<engine::KernelBackend>(*device_model, engine::CacheMode::kNaiveCache);
+    backend = std::make_unique<engine::KernelBackend>(*device_model, engine::CacheMode::kNaiveCache,
+                                                      positions);
   } else {
     if (a.dtype != "fp32") throw InvalidArgument("--dtype " + a.dtype + " needs --device gpu (the CPU oracle is fp32)");
-    backend = std::make_unique<oracle::OracleBackend>(src.model);
+    backend = std::make_unique<oracle::OracleBackend>(src.model, positions);
   }
 
   GenerateOptions opt;
@@ -51,7 +64,6 @@ int run_generate(const GenerateArgs& a) {
   // Stories are delimited by BOS in llama2.c's training data and by EOS in the HF models:
   // either one ends the text.
   opt.stop_tokens = {tok.eos_id(), tok.bos_id()};
-  const std::vector<int> prompt = tok.encode(a.prompt, /*add_bos=*/true, /*add_eos=*/false);
 
   // Stream the text: the prompt first, then each token as it is sampled.
   std::fputs(tok.decode(prompt).c_str(), stdout);

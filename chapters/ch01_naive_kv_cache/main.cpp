@@ -76,7 +76,10 @@ ModeRun run_mode(const engine::DeviceModel& dm, const Model& oracle_model, engin
                  const std::vector<int>& prompt, const Args& a) {
   engine::KernelBackend backend(dm, mode, a.max_seq_len);
   std::unique_ptr<oracle::OracleBackend> oracle;
-  if (a.check) oracle = std::make_unique<oracle::OracleBackend>(oracle_model);
+  // The oracle holds what the run needs (its tables are not this chapter's subject).
+  const int needed = static_cast<int>(std::min<std::int64_t>(
+      oracle_model.config.max_seq_len, std::int64_t(prompt.size()) + a.steps));
+  if (a.check) oracle = std::make_unique<oracle::OracleBackend>(oracle_model, needed);
   StepProbe probe(backend, oracle.get(), check_tolerance(dm.dtype()));
   GenerateOptions opt;
   opt.max_new_tokens = a.steps;

@@ -68,6 +68,16 @@ void run_utilization(const ModelConfig& c, DType dtype, const Args& a, nlohmann:
   u.slots = a.slots;
   u.block_size = a.block_size;
   u.bytes_per_token = c.kv_bytes_per_token(dtype_bytes(dtype));
+  // The replay admits requests until the budget is full, so its host memory follows the budget:
+  // a stated limit, rather than a context of 2^20 positions from a file times --slots.
+  constexpr std::int64_t kMaxBudgetPositions = 1 << 22;
+  if (std::int64_t(u.slots) * u.max_seq_len > kMaxBudgetPositions) {
+    throw InvalidArgument("utilization: --slots " + std::to_string(u.slots) + " x max_seq_len " +
+                          std::to_string(u.max_seq_len) +
+                          (a.max_seq_len == 0 ? " (the model's context)" : "") +
+                          " exceeds the replay's budget limit of 4194304 positions; pass a smaller "
+                          "--max-seq-len or --slots");
+  }
   const std::vector<engine::RequestShape> batch = engine::mixed_length_requests();
   print_utilization(replay_utilization(batch, u), batch, u, records);
   print_block_size_sweep(batch, u, a.sweep, records);

@@ -97,9 +97,11 @@ int run(const Args& a) {
   std::vector<std::pair<std::string, ServingMetrics>> rows;
   std::printf("  %5s %9s %9s %9s %9s %8s %8s %8s\n", "batch", "out tok/s", "useful", "padding",
               "idle", "waste", "e2e p50", "e2e p99");
+  std::vector<std::string> rejections;  // printed under the table
   for (int batch_size : a.batch_sizes) {
     StaticBatchConfig sc;
-    sc.batch_size = batch_size;
+    // No batch holds more requests than the workload has: buffers follow the work, not -b.
+    sc.batch_size = std::min<int>(batch_size, static_cast<int>(requests.size()));
     sc.max_wait_s = a.max_wait_s;
     sc.max_model_len = max_model_len;
     sc.num_kv_blocks = a.num_blocks;

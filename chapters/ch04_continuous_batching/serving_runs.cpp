@@ -53,9 +53,12 @@ ServingRun run_continuous_on(const RunSetup& s, const std::vector<Request>& requ
 }
 
 ServingRun run_static_on(const RunSetup& s, const std::vector<Request>& requests) {
-  return run_policy(s, engine::executor_options_for(s.batcher, s.scheduler.max_num_batched_tokens),
+  // No batch holds more requests than the workload has: buffers follow the work.
+  StaticBatchConfig batcher = s.batcher;
+  batcher.batch_size = std::max(1, std::min<int>(batcher.batch_size, int(requests.size())));
+  return run_policy(s, engine::executor_options_for(batcher, s.scheduler.max_num_batched_tokens),
                     [&](Executor& ex, Clock& clock) {
-                      return run_static(requests, s.batcher, ex, clock);
+                      return run_static(requests, batcher, ex, clock);
                     });
 }
 

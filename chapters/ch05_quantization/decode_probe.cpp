@@ -63,7 +63,7 @@ DecodeRun measure_decode(const engine::DeviceModel& device, const std::vector<in
   DecodeRun run;
   engine::KernelBackend kernels(device, engine::CacheMode::kNaiveCache, max_seq_len);
   std::unique_ptr<oracle::OracleBackend> reference;
-  if (oracle != nullptr) reference = std::make_unique<oracle::OracleBackend>(*oracle);
+  if (oracle != nullptr) reference = std::make_unique<oracle::OracleBackend>(*oracle, max_seq_len);
   ProbeBackend probe(kernels, reference.get(), tolerance, run);
   GenerateOptions opt;
   opt.max_new_tokens = steps;

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -100,7 +101,12 @@ int run(Args a) {
   std::printf("  prompts  %zu x %d tokens from %s; %d new tokens each\n", in.prompts.size(),
               a.prompt_tokens, in.source.c_str(), a.tokens);
 
-  engine::SpecPagedOptions cache_options;  // the model's context, 16-token blocks
+  // 16-token blocks holding what a request needs (prompt, new tokens, one round's overshoot),
+  // not the context the model's file claims.
+  engine::SpecPagedOptions cache_options;
+  cache_options.max_seq_len = static_cast<int>(std::min<std::int64_t>(
+      target.config.max_seq_len, std::int64_t(a.prompt_tokens) + a.tokens +
+                                     *std::max_element(a.gammas.begin(), a.gammas.end()) + 1));
   engine::SpecPagedModel target_backend(std::make_unique<engine::DeviceModel>(target, DType::kF32),
                                         cache_options);
   const double target_bytes = double(target_backend.device_model().weight_bytes());

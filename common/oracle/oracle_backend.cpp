@@ -4,7 +4,8 @@
 
 namespace nanoserve::oracle {
 
-OracleBackend::OracleBackend(const Model& model) : model_(model), kv_(model.config) {}
+OracleBackend::OracleBackend(const Model& model, int capacity)
+    : model_(model), kv_(model.config, capacity) {}
 
 void OracleBackend::reset() { kv_.set_length(0); }
 
