@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "chapters/serving_checks.h"
 #include "common/engine/fake_executor.h"
 #include "common/engine/model_executor.h"
 #include "common/engine/serving_loop.h"
@@ -80,11 +81,16 @@ void sweep_rate(const RunSetup& s, engine::WorkloadOptions workload, const Token
               " — %s ==\n", s.batcher.batch_size, s.scheduler.max_num_seqs, describe(s).c_str());
   std::printf("  %6s | %10s %10s %8s | %10s %10s %8s | %7s\n", "rate/s", "static t/s",
               "e2e p99 ms", "waste", "cont. t/s", "e2e p99 ms", "preempt", "speedup");
+  std::vector<std::string> rejections;  // printed under the table
   for (double rate : rates) {
     workload.rate = rate;
     const std::vector<Request> requests = engine::build_workload(workload, tok, s.vocab_size);
-    const ServingMetrics st = compute_metrics(run_static_on(s, requests));
-    const ServingMetrics co = compute_metrics(run_continuous_on(s, requests));
+    const ServingRun st_run = run_static_on(s, requests);
+    const ServingRun co_run = run_continuous_on(s, requests);
+    rejections.push_back(chapters::rejection_line("rate " + rate_text(rate) + ", static", st_run, nullptr, false));
+    rejections.push_back(chapters::rejection_line("rate " + rate_text(rate) + ", continuous", co_run, nullptr, false));
+    const ServingMetrics st = compute_metrics(st_run);
+    const ServingMetrics co = compute_metrics(co_run);
     const double speedup = st.output_tokens_per_s > 0 ? co.output_tokens_per_s / st.output_tokens_per_s : 0;
     std::printf("  %6s | %10.1f %10.0f %7.1f%% | %10.1f %10.0f %8lld | %6.2fx\n",
                 rate_text(rate).c_str(), st.output_tokens_per_s, 1e3 * st.e2e.p99,
@@ -99,6 +105,7 @@ void sweep_rate(const RunSetup& s, engine::WorkloadOptions workload, const Token
       records.push_back(r);
     }
   }
+  chapters::print_rejections(rejections);
 }
 
 void sweep_chunked(const RunSetup& s, const std::vector<Request>& requests,
@@ -118,10 +125,13 @@ void sweep_chunked(const RunSetup& s, const std::vector<Request>& requests,
   off.enable_chunked_prefill = false;
   off.max_num_batched_tokens = std::max(off.max_num_batched_tokens, off.max_model_len);
   configs.emplace_back("no chunking", off);
+  std::vector<std::string> rejections;  // printed under the table
   for (const auto& [label, config] : configs) {
     RunSetup run_setup = s;
     run_setup.scheduler = config;
-    const ServingMetrics m = compute_metrics(run_continuous_on(run_setup, requests));
+    const ServingRun run = run_continuous_on(run_setup, requests);
+    rejections.push_back(chapters::rejection_line(label, run, nullptr, false));
+    const ServingMetrics m = compute_metrics(run);
     std::printf("  %-22s %8.1f %8.0f %8.0f %8.1f %8.1f %8.1f\n", label.c_str(),
                 m.output_tokens_per_s, 1e3 * m.ttft.p50, 1e3 * m.ttft.p99, 1e3 * m.itl.p50,
                 1e3 * m.itl.p99, 1e3 * m.itl.max);
@@ -131,6 +141,7 @@ void sweep_chunked(const RunSetup& s, const std::vector<Request>& requests,
     records.push_back(r);
   }
   std::printf("  (ms; ITL = every gap between two tokens of a request)\n");
+  chapters::print_rejections(rejections);
 }
 
 void sweep_pool(const RunSetup& s, const std::vector<Request>& requests,
