@@ -34,9 +34,10 @@ add_test(NAME ch04.bad_trace
 set_tests_properties(ch04.continuous_tiny ch04.no_chunked_prefill ch04.sweep_pool
   ch04.sweep_rate_cost_model ch04.sched_bench ch04.tour ch04.bad_rate ch04.bad_num_blocks
   ch04.bad_trace PROPERTIES LABELS "ch04;${NANOSERVE_CHAPTER_TEST_LABELS}")
-# --rate inf is an offline batch; a non-positive rate is refused by the workload's check.
+# --rate inf is an offline batch; a non-positive rate is refused by the flag's range.
 add_test(NAME ch04.rate_inf COMMAND ${CH04} ${CH04_TINY} --rate inf)
 add_test(NAME ch04.bad_rate_zero
-         COMMAND ${CH04_EXPECT_FAILURE} "workload rate = 0" ${CH04} --model synthetic:tiny --rate 0)
+         COMMAND ${CH04_EXPECT_FAILURE} "--rate: '0' is not a number in \\(0, inf\\]" ${CH04}
+                 --model synthetic:tiny --rate 0)
 set_tests_properties(ch04.rate_inf ch04.bad_rate_zero
   PROPERTIES LABELS "ch04;${NANOSERVE_CHAPTER_TEST_LABELS}")
