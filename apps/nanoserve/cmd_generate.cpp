@@ -7,11 +7,13 @@
 
 #include "apps/nanoserve/commands.h"
 #include "apps/nanoserve/model_source.h"
+#include "common/cli/cli_checks.h"
 #include "common/engine/device_info.h"
 #include "common/engine/device_model.h"
 #include "common/engine/kernel_backend.h"
 #include "common/error.h"
 #include "common/generation/generate.h"
+#include "common/io/output_file.h"
 #include "common/model_bundle.h"
 #include "common/oracle/oracle_backend.h"
 #include "common/report.h"
@@ -70,12 +72,12 @@ int run_generate(const GenerateArgs& a) {
   int prev = prompt.back();
   opt.on_token = [&](int t) {
     if (t != tok.eos_id() && t != tok.bos_id()) std::fputs(tok.decode_token(prev, t).c_str(), stdout);
-    std::fflush(stdout);
+    flush_stdout();  // a full disk or closed pipe stops the run here, with its reason
     prev = t;
   };
   const GenerateResult r = generate(*backend, prompt, opt);
   std::fputc('\n', stdout);
-  std::fflush(stdout);  // the text before the statistics on a shared terminal
+  flush_stdout();  // the text before the statistics on a shared terminal
 
   // Decode rate: generated tokens over the time after the prompt's forward pass.
   const double tok_per_s = r.decode_seconds > 0 ? r.generated() / r.decode_seconds : 0;
@@ -111,17 +113,18 @@ Action add_generate(CLI::App& parent) {
       ->capture_default_str();
   c->add_option("--tokenizer,-z", args->tokenizer, "tokenizer file (default: found from the model)");
   c->add_option("--prompt,-p", args->prompt, "prompt text (BOS is prepended)")->capture_default_str();
-  c->add_option("--steps,-n", args->steps, "most tokens to generate")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  c->add_option("--steps,-n", args->steps, "most tokens to generate (the context stops it sooner)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   c->add_option("--temperature,-t", args->sampling.temperature, "0 = greedy")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(number_in(0, 100));
   c->add_option("--top-p", args->sampling.top_p, "nucleus sampling mass in (0, 1]; 1 = off")
-      ->capture_default_str();
+      ->capture_default_str()->check(number_in(0, 1, /*open_low=*/true));
   c->add_option("--top-k", args->sampling.top_k, "keep the k most likely tokens; 0 = off")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::Range(0, 1 << 24));
   c->add_option("--min-p", args->sampling.min_p, "drop tokens below min_p * p_max; 0 = off")
-      ->capture_default_str();
-  c->add_option("--seed,-s", args->sampling.seed, "the request's RNG seed")->capture_default_str();
+      ->capture_default_str()->check(number_in(0, 1));
+  c->add_option("--seed,-s", args->sampling.seed, "the request's RNG seed")->capture_default_str()
+      ->check(seed_range());
   c->add_option("--device", args->device,
                  "cpu = the Eigen oracle; gpu = the kernels (a GPU in the cuda build, the CPU "
                  "simulator in the sim build)")

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@
 #include "chapters/ch02_paged_kv_cache/multiturn.h"
 #include "chapters/ch02_paged_kv_cache/parallel_sampling.h"
 #include "chapters/ch02_paged_kv_cache/utilization.h"
+#include "common/cli/cli_checks.h"
+#include "common/cli/program.h"
 #include "common/engine/device_info.h"
 #include "common/engine/device_model.h"
 #include "common/model_bundle.h"
@@ -155,6 +158,12 @@ int run(const Args& a, Scenarios s) {
   report["clock"] = "process CPU time and wall time";
   nlohmann::json& records = report["records"];
   bool ok = true;
+  if (s.multiturn || s.sampling) {
+    engine::check_device_memory(double(a.num_blocks) * a.block_size *
+                                    double(c.kv_bytes_per_token(dtype_bytes(dtype))),
+                                "the KV pool of --num-blocks " + std::to_string(a.num_blocks) +
+                                    " x --block-size " + std::to_string(a.block_size));
+  }
   if (s.utilization) run_utilization(c, dtype, a, records);
   if (s.multiturn) ok = run_multiturn_scenario(b, dm, a, records) && ok;
   if (s.sampling) ok = run_sampling_scenario(b, dm, a, records) && ok;
@@ -187,7 +196,7 @@ int main(int argc, char** argv) {
   app.add_flag("--tour", a.tour, "a short run of all three scenarios for scripts/tour.sh");
   CLI::App* util = app.add_subcommand("utilization", "naive vs paged KV utilization under one budget");
   util->add_option("--max-seq-len", a.max_seq_len, "positions a naive slot reserves; 0 = the model's context")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   util->add_option("--slots", a.slots, "naive slots; the budget is slots x max-seq-len positions")
       ->capture_default_str()->check(CLI::Range(1, 1 << 16));
   util->add_option("--sweep", a.sweep, "block sizes of the sweep")->capture_default_str()
@@ -197,26 +206,22 @@ int main(int argc, char** argv) {
   multi->add_option("--new-tokens", a.turn_tokens, "greedy tokens per reply")->capture_default_str()
       ->check(CLI::Range(1, 256));
   multi->add_option("--turns", a.max_turns, "turns per session; 0 = all")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
   multi->add_option("--sessions", a.max_sessions, "sessions; 0 = all")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
   CLI::App* samp = app.add_subcommand("parallel-sampling", "n samples, shared vs unshared prompt KV");
   samp->add_option("-n", a.n, "samples of the prompt")->capture_default_str()->check(CLI::Range(1, 64));
   samp->add_option("--new-tokens", a.sample_tokens, "tokens per sample")->capture_default_str()
       ->check(CLI::Range(1, 256));
   samp->add_option("--temperature,-t", a.temperature, "> 0")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(nanoserve::cli::number_in(0, 100, /*open_low=*/true));
   samp->add_option("--top-p", a.top_p, "nucleus sampling, in (0, 1]")->capture_default_str()
-      ->check(CLI::Range(0.0f, 1.0f));
-  samp->add_option("--seed,-s", a.seed, "sample i uses seed + i")->capture_default_str();
+      ->check(nanoserve::cli::number_in(0, 1, /*open_low=*/true));
+  samp->add_option("--seed,-s", a.seed, "sample i uses seed + i")->capture_default_str()
+      ->check(nanoserve::cli::seed_range());
   samp->add_option("--prompt,-p", a.prompt, "prompt text (BOS is prepended)");
   app.require_subcommand(0, 1);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
+  return nanoserve::cli::run_program("ch02_paged_kv_cache", app, argc, argv, [&] {
     nanoserve::ch02::Scenarios s{util->parsed(), multi->parsed(), samp->parsed()};
     if (!s.utilization && !s.multiturn && !s.sampling) s = {true, true, true};
     if (a.tour) {  // small enough for the tour: two sessions, short replies and samples
@@ -226,8 +231,5 @@ int main(int argc, char** argv) {
       if (samp->count("--new-tokens") == 0) a.sample_tokens = 12;
     }
     return nanoserve::ch02::run(a, s);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ch02_paged_kv_cache: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }
