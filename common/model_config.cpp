@@ -24,27 +24,25 @@ int64_t ModelConfig::kv_bytes_per_token(int bytes_per_element) const {
   return 2LL * n_layers * n_kv_heads * head_dim * bytes_per_element;
 }
 
-namespace {
-void check_range(const std::string& source, const char* field, int64_t value, int64_t lo,
-                 int64_t hi) {
+void check_config_field(const std::string& source, const std::string& field, int64_t value,
+                        int64_t lo, int64_t hi) {
   if (value < lo || value > hi) {
     throw LoadError(source, field,
                     std::to_string(value) + " is outside [" + std::to_string(lo) + ", " +
                         std::to_string(hi) + "]");
   }
 }
-}  // namespace
 
 void ModelConfig::validate(const std::string& source) const {
-  // Bounds are generous (Llama-3-405B fits) but reject garbage headers before any allocation.
-  check_range(source, "dim", dim, 1, 65536);
-  check_range(source, "hidden_dim", hidden_dim, 1, 262144);
-  check_range(source, "n_layers", n_layers, 1, 1024);
-  check_range(source, "n_heads", n_heads, 1, 1024);
-  check_range(source, "n_kv_heads", n_kv_heads, 1, n_heads);
-  check_range(source, "head_dim", head_dim, 2, 1024);
-  check_range(source, "vocab_size", vocab_size, 1, 1 << 24);
-  check_range(source, "max_seq_len", max_seq_len, 1, 1 << 24);
+  using L = ConfigLimits;
+  check_config_field(source, "dim", dim, 1, L::kMaxDim);
+  check_config_field(source, "hidden_dim", hidden_dim, 1, L::kMaxHiddenDim);
+  check_config_field(source, "n_layers", n_layers, 1, L::kMaxLayers);
+  check_config_field(source, "n_heads", n_heads, 1, L::kMaxHeads);
+  check_config_field(source, "n_kv_heads", n_kv_heads, 1, n_heads);
+  check_config_field(source, "head_dim", head_dim, 2, L::kMaxHeadDim);
+  check_config_field(source, "vocab_size", vocab_size, 1, L::kMaxVocab);
+  check_config_field(source, "max_seq_len", max_seq_len, 1, L::kMaxSeqLen);
   if (n_heads % n_kv_heads != 0) {
     throw LoadError(source, "n_kv_heads",
                     std::to_string(n_kv_heads) + " does not divide n_heads=" +

@@ -21,6 +21,27 @@ enum class RopeStyle {
 /// \brief Returns "adjacent-pairs" or "rotate-half".
 const char* to_string(RopeStyle style);
 
+/// \brief The ranges `ModelConfig::validate` enforces: generous (Llama-3-405B fits) but they
+/// reject garbage headers before any allocation. Loaders check each header field against its
+/// range as they read it (`check_config_field`), so a bad field is named before anything is
+/// derived from it (head_dim from dim / n_heads, RoPE dimensions from head_dim, …).
+struct ConfigLimits {
+  static constexpr int64_t kMaxDim = 65536;        ///< dim
+  static constexpr int64_t kMaxHiddenDim = 262144;  ///< hidden_dim
+  static constexpr int64_t kMaxLayers = 1024;      ///< n_layers
+  static constexpr int64_t kMaxHeads = 1024;       ///< n_heads (and n_kv_heads <= n_heads)
+  static constexpr int64_t kMaxHeadDim = 1024;     ///< head_dim (>= 2, even)
+  static constexpr int64_t kMaxVocab = 1 << 24;    ///< vocab_size
+  /// \brief max_seq_len: 2^20 positions, above the longest context in use (Qwen2.5-1M:
+  /// 1,010,000). Programs size their KV caches by the positions a run needs, not by this.
+  static constexpr int64_t kMaxSeqLen = 1 << 20;
+};
+
+/// \brief Throws `LoadError(source, field, "VALUE is outside [LO, HI]")` unless `lo <= value
+/// <= hi` (`field` names the key as the file spells it, e.g. "llama.embedding_length").
+void check_config_field(const std::string& source, const std::string& field, int64_t value,
+                        int64_t lo, int64_t hi);
+
 /// \brief The blueprint of a Llama-family decoder-only transformer.
 ///
 /// Weights are `(rows, cols)` row-major with `y = W x`; see `Model` for every tensor's shape.

@@ -2,9 +2,9 @@
 
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 
 #include "common/error.h"
+#include "common/io/output_file.h"
 
 namespace nanoserve {
 
@@ -53,10 +53,7 @@ nlohmann::json make_report(const std::string& program, const std::string& backen
 }
 
 void write_json(const std::string& path, const nlohmann::json& report) {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) throw Error(path + ": cannot open for writing");
-  out << report.dump(2) << '\n';
-  if (!out) throw Error(path + ": write failed");
+  write_output_file(path, report.dump(2) + "\n");
 }
 
 }  // namespace nanoserve

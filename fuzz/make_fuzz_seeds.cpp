@@ -1,6 +1,9 @@
 // make_fuzz_seeds: writes the seed corpora of the loader fuzzers, fuzz/seeds/<target>/, from a
 // tiny synthetic Llama (dim 8, 2 layers, GQA, vocab 16): a few KB per file, every format and
-// dtype the loaders accept, so libFuzzer starts from inputs that reach the deepest code.
+// dtype the loaders accept, so libFuzzer starts from inputs that reach the deepest code. Each
+// JSON-reading fuzzer also gets a nesting-heavy seed, deep_*: ~30,000 nested arrays where a
+// value belongs (a few hundred thousand overflowed the stack once; the parsers must refuse
+// them), and the trace and chat-script fuzzers get small valid inputs.
 //
 //   usage: make_fuzz_seeds [OUTPUT_DIR]   (default: fuzz/seeds, run from the repository root)
 #include <cstdio>
@@ -74,6 +77,14 @@ GgufVocabulary seed_vocab() {
   return v;
 }
 
+/// `n` nested empty arrays: "[[[...]]]", 2n bytes.
+std::string deep(int n) { return std::string(size_t(n), '[') + std::string(size_t(n), ']'); }
+
+/// Fits the fuzzers' -max_len of 65536 bytes with room for the text around it.
+constexpr int kDeepNesting = 30000;
+
+std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
+
 void write(const std::filesystem::path& path, const std::vector<uint8_t>& bytes) {
   std::filesystem::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -122,6 +133,41 @@ int main(int argc, char** argv) {
     alias.safetensors = save_safetensors(
         entries, {{"format", "pt"}, {"model.embed_tokens.weight", "lm_head.weight"}});
     write(root / "safetensors" / "f32_lm_head_alias.bin", hf_input(alias));
+
+    // Nesting where values belong: a tensor's shape in the safetensors header (after a good
+    // config.json) and config.json's model_type.
+    const std::string header =
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":" + deep(kDeepNesting) + ",\"data_offsets\":[0,4]}}";
+    std::vector<uint8_t> st;
+    for (int i = 0; i < 8; ++i) st.push_back(uint8_t(uint64_t(header.size()) >> (8 * i)));
+    st.insert(st.end(), header.begin(), header.end());
+    st.insert(st.end(), 4, 0);
+    HfCheckpoint deep_shape = save_hf(hf_tied, "F32");
+    deep_shape.safetensors = st;
+    write(root / "safetensors" / "deep_shape.bin", hf_input(deep_shape));
+    HfCheckpoint deep_config = save_hf(hf_tied, "F32");
+    // Shallower than the others: the safetensors bytes after it must fit -max_len too.
+    deep_config.config_json = "{\"model_type\": " + deep(kDeepNesting - 2500) + "}";
+    write(root / "safetensors" / "deep_config.bin", hf_input(deep_config));
+    write(root / "tokenizer_hf" / "deep_dropout.json",
+          bytes_of("{\"model\": {\"type\": \"BPE\", \"dropout\": " + deep(kDeepNesting) +
+                   ", \"vocab\": {\"a\": 0}, \"merges\": [], \"unk_token\": \"a\"}}"));
+
+    // Traces (fuzz_trace): both prompt forms with a temperature, and a nested field.
+    write(root / "trace" / "two_requests.jsonl",
+          bytes_of("{\"arrival_s\":0.0,\"prompt_len\":13,\"max_tokens\":78,\"seed\":8234988}\n"
+                   "\n"
+                   "{\"arrival_s\":0.59,\"prompt\":\"Once upon a time\",\"max_tokens\":8,"
+                   "\"seed\":5,\"temperature\":0.8}\n"));
+    write(root / "trace" / "deep_field.jsonl",
+          bytes_of("{\"arrival_s\": " + deep(kDeepNesting) +
+                   ", \"prompt_len\": 4, \"max_tokens\": 2, \"seed\": 1}\n"));
+
+    // Chat scripts (fuzz_chat_script): comments, blank lines, two sessions.
+    write(root / "chat_script" / "two_sessions.txt",
+          bytes_of("# a comment\nsystem: You tell short stories.\n\nsession: lily\n"
+                   "user: Tell me a story about Lily.\nuser: What happened next?\n"
+                   "session: tom\nuser: A story about a dog named Tom.\n"));
 
     // Quantized models (NSQM): RTN INT8 per channel, and GPTQ INT4 g4 asymmetric act-order
     // (zero points and g_idx present).

@@ -10,13 +10,17 @@
 // numbers are CPU timings and say nothing about a GPU; the program says so.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "apps/bench_decode/decode_bench.h"
 #include "common/engine/model/device_info.h"
+#include "common/cli/program.h"
 #include "common/error.h"
 #include "common/loaders/synthetic_model.h"
 #include "common/model_bundle.h"
@@ -37,16 +41,17 @@ struct Args {
   std::string json;
 };
 
-std::unique_ptr<engine::DeviceModel> load(const std::string& spec, DType dtype) {
-  if (spec.rfind("synthetic:", 0) == 0) {
-    const ModelConfig config = synthetic_config(spec);
+/// The model on the device: a synthetic one generated tensor by tensor (`bundle` empty), or
+/// the file's weights.
+std::unique_ptr<engine::DeviceModel> load(const ModelConfig& config,
+                                          const std::optional<ModelBundle>& bundle, DType dtype) {
+  if (!bundle) {
     return std::make_unique<engine::DeviceModel>(
         config, dtype, [&config](const std::string& name, int layer, std::size_t) {
           return synthetic_tensor(config, kDefaultSyntheticSeed, name, layer);
         });
   }
-  const ModelBundle bundle = load_model_bundle(spec);
-  return std::make_unique<engine::DeviceModel>(bundle.model, dtype);
+  return std::make_unique<engine::DeviceModel>(bundle->model, dtype);
 }
 
 int run(Args args) {
@@ -64,14 +69,29 @@ int run(Args args) {
     std::printf("NOTE: CUDA simulator. These are CPU timings of the simulator, not GPU "
                 "performance.\n");
   }
-  const auto model = load(args.model, dtype);
-  const ModelConfig& c = model->config();
-  if (args.context < 1 || args.context + args.warmup + args.steps > c.max_seq_len) {
-    throw InvalidArgument("--context " + std::to_string(args.context) + " + warmup + --steps " +
-                          std::to_string(args.steps) + " must fit the model's context " +
-                          std::to_string(c.max_seq_len));
+  // Everything the flags ask for is checked before anything is allocated: the context, and
+  // the device memory of the weights, the largest batch's KV blocks and the copy buffers.
+  std::optional<ModelBundle> bundle;  // host weights of a model file (none for synthetic)
+  if (args.model.rfind("synthetic:", 0) != 0) bundle = load_model_bundle(args.model);
+  const ModelConfig c = bundle ? bundle->model.config : synthetic_config(args.model);
+  if (int64_t(args.context) + args.warmup + args.steps > c.max_seq_len) {
+    throw InvalidArgument("--context " + std::to_string(args.context) + " + --warmup " +
+                          std::to_string(args.warmup) + " + --steps " + std::to_string(args.steps) +
+                          " must fit the model's context " + std::to_string(c.max_seq_len));
   }
-  const double gbs = copy_bandwidth_gbs(args.quick ? (std::size_t(1) << 20) : (std::size_t(1) << 30));
+  const std::size_t copy_bytes = args.quick ? (std::size_t(1) << 20) : (std::size_t(1) << 30);
+  const int max_batch = *std::max_element(args.batches.begin(), args.batches.end());
+  const double positions = double(max_batch) *
+                           double((args.context + args.warmup + args.steps + args.block_size - 1) /
+                                  args.block_size) * args.block_size;
+  engine::check_device_memory(
+      double(c.param_count()) * dtype_bytes(dtype) + positions * double(c.kv_bytes_per_token(dtype_bytes(dtype))) +
+          2.0 * double(copy_bytes),
+      "--model " + args.model + " in " + dtype_name(dtype) + " (weights), --batch " +
+          std::to_string(max_batch) + " x --context " + std::to_string(args.context) +
+          " (KV) and the copy buffers");
+  const auto model = load(c, bundle, dtype);
+  const double gbs = copy_bandwidth_gbs(copy_bytes);
   std::printf("model %s (%s), weights %.1f MiB; copy bandwidth %.1f GB/s\n\n", c.name.c_str(),
               dtype_name(dtype), double(model->weight_bytes()) / (1 << 20), gbs);
   std::printf("%6s %8s %6s %12s %12s %14s %10s\n", "batch", "context", "steps", "ms/step",
@@ -83,7 +103,6 @@ int run(Args args) {
   report["weight_bytes"] = model->weight_bytes();
   report["copy_gbs"] = gbs;
   for (int batch : args.batches) {
-    if (batch < 1) throw InvalidArgument("--batch values must be >= 1");
     const DecodeResult r =
         measure_decode(*model, batch, args.context, args.steps, args.warmup, args.block_size, gbs);
     const double pct = r.roofline_tokens_per_s > 0 ? 100.0 * r.tokens_per_s / r.roofline_tokens_per_s : 0;
@@ -109,21 +128,27 @@ int run(Args args) {
 int main(int argc, char** argv) {
   nanoserve::bench::Args args;
   CLI::App app{"bench_decode: end-to-end decode tokens/s vs the weight-streaming roofline"};
-  app.add_option("--model", args.model, "synthetic:<shape> or a model file")->capture_default_str();
-  app.add_option("--dtype", args.dtype, "weight and KV storage type: fp32, fp16, bf16")
-      ->capture_default_str();
-  app.add_option("--batch", args.batches, "batch sizes")->delimiter(',')->capture_default_str();
-  app.add_option("--context", args.context, "positions each sequence holds")->capture_default_str();
-  app.add_option("--steps", args.steps, "timed decode steps")->capture_default_str();
-  app.add_option("--warmup", args.warmup, "untimed steps first")->capture_default_str();
-  app.add_option("--block-size", args.block_size, "KV block size")->capture_default_str();
-  app.add_flag("--quick", args.quick, "synthetic:tiny, small sizes (simulator smoke run)");
+  CLI::Option* model = app.add_option("--model", args.model, "synthetic:<shape> or a model file")
+                           ->capture_default_str();
+  app.add_option("--dtype", args.dtype, "weight and KV storage type")
+      ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  CLI::Option* batch = app.add_option("--batch", args.batches, "batch sizes")->delimiter(',')
+                           ->capture_default_str()->check(CLI::Range(1, 4096));
+  CLI::Option* context = app.add_option("--context", args.context, "positions each sequence holds")
+                             ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  CLI::Option* steps = app.add_option("--steps", args.steps, "timed decode steps")
+                           ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  CLI::Option* warmup = app.add_option("--warmup", args.warmup, "untimed steps first")
+                            ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  app.add_option("--block-size", args.block_size, "KV block size")->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  // --quick sets the model and the sizes itself: combined with one of them it would silently
+  // replace it, so the combination is refused instead.
+  CLI::Option* quick = app.add_flag("--quick", args.quick,
+                                    "synthetic:tiny, batches 1,4, context 24, 3 steps, 1 warmup "
+                                    "(simulator smoke run; excludes the flags it sets)");
+  for (CLI::Option* o : {model, batch, context, steps, warmup}) quick->excludes(o);
   app.add_option("--json", args.json, "write the results here");
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return nanoserve::bench::run(args);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_decode: error: %s\n", e.what());
-    return 1;
-  }
+  return nanoserve::cli::run_program("bench_decode", app, argc, argv,
+                                     [&] { return nanoserve::bench::run(args); });
 }

@@ -4,8 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <stdexcept>
+
+#include "common/io/output_file.h"
 
 namespace nanoserve::bench {
 namespace {
@@ -105,9 +106,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                        {"device", info.device},
                        {"git_sha", info.git_sha}});
   }
-  std::ofstream file(path);
-  file << records.dump(2) << "\n";
-  if (!file) throw std::runtime_error("cannot write benchmark JSON to '" + path + "'");
+  write_output_file(path, records.dump(2) + "\n");
 }
 
 }  // namespace nanoserve::bench

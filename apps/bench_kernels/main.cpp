@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -18,6 +17,9 @@
 #include "apps/bench_kernels/bench_case.h"
 #include "apps/bench_kernels/bench_report.h"
 #include "apps/bench_kernels/bench_timer.h"
+#include "common/cli/cli_checks.h"
+#include "common/cli/program.h"
+#include "common/io/output_file.h"
 #include "kernels/dtype.cuh"
 
 #ifndef NANOSERVE_GIT_SHA
@@ -70,12 +72,7 @@ int run(const Args& args) {
 
   std::vector<std::string> dtypes;  // canonical names ("half" -> "fp16"); throws if unknown
   for (const std::string& d : args.dtypes) dtypes.push_back(dtype_name(parse_dtype(d)));
-  if (!args.json_path.empty() && !args.list) {
-    // Fail now rather than after a long run.
-    if (!std::ofstream(args.json_path)) {
-      throw std::runtime_error("cannot write benchmark JSON to '" + args.json_path + "'");
-    }
-  }
+  if (!args.json_path.empty() && !args.list) check_output_path(args.json_path);  // fail now, not after the run
 
   // The copy rows always run: they are the 100% of the %copy column.
   std::vector<BenchCase> cases;
@@ -123,6 +120,7 @@ int run(const Args& args) {
 
 int main(int argc, char** argv) {
   using nanoserve::bench::Args;
+  namespace cli = nanoserve::cli;
   Args args;
   CLI::App app{
       "bench_kernels: time every kernel version (CUDA events, L2 flushed, median) and report "
@@ -143,23 +141,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-seconds", args.timing.max_seconds,
                  "stop repeating a case (after 3 reps) once its timed total exceeds this")
-      ->check(CLI::Range(1e-3, 1e6))
+      ->check(cli::number_in(1e-3, 1e6))  // CLI::Range lets "nan" through
       ->capture_default_str();
   app.add_option("--json", args.json_path, "also write one JSON record per row to this file");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  if (args.quick) {
-    // Explicit --reps/--warmup still win.
-    if (app.count("--reps") == 0) args.timing.reps = 3;
-    if (app.count("--warmup") == 0) args.timing.warmup = 1;
-  }
-  try {
+  return cli::run_program("bench_kernels", app, argc, argv, [&] {
+    if (args.quick) {
+      // Explicit --reps/--warmup still win.
+      if (app.count("--reps") == 0) args.timing.reps = 3;
+      if (app.count("--warmup") == 0) args.timing.warmup = 1;
+    }
     return nanoserve::bench::run(args);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_kernels: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

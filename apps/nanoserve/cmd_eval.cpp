@@ -104,7 +104,7 @@ Action add_eval(CLI::App& parent) {
       ->capture_default_str()->check(CLI::Range(2, 1 << 20));
   c->add_option("--stride", args->options.stride,
                 "new tokens scored per later window; 0 = window - 1 (no overlap)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   c->add_option("--delimiter", args->options.delimiter, "document separator")
       ->capture_default_str();
   c->add_flag("--score-eos", args->options.score_eos, "also predict EOS after each document");

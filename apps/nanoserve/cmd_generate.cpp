@@ -1,4 +1,6 @@
 // nanoserve generate: prompt in, text out (prompt included) on stdout; statistics on stderr.
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -8,8 +10,10 @@
 #include "common/engine/model/device_info.h"
 #include "common/engine/model/device_model.h"
 #include "common/engine/decode/naive_decoder.h"
+#include "common/cli/cli_checks.h"
 #include "common/error.h"
 #include "common/generation/generate.h"
+#include "common/io/output_file.h"
 #include "common/model_bundle.h"
 #include "common/oracle/oracle_decoder.h"
 #include "common/report.h"
@@ -31,6 +35,16 @@ struct GenerateArgs {
 int run_generate(const GenerateArgs& a) {
   const ModelSource src = load_model_source(a.model, a.tokenizer);
   const Tokenizer& tok = *src.tokenizer;
+  const std::vector<int> prompt = tok.encode(a.prompt, /*add_bos=*/true, /*add_eos=*/false);
+  const int context = src.model.config.max_seq_len;
+  if (static_cast<int>(prompt.size()) > context) {
+    throw InvalidArgument("the prompt has " + std::to_string(prompt.size()) +
+                          " tokens but the context holds " + std::to_string(context));
+  }
+  // The KV cache holds what this run needs, not the context the file claims (a context of
+  // 2^20 positions is gigabytes of KV even for a tiny model).
+  const int positions = static_cast<int>(
+      std::min<std::int64_t>(context, std::int64_t(prompt.size()) + a.steps));
   // cpu: the Eigen oracle (on the dequantized weights for a quantized model). gpu: the kernels
   // through chapter 1's engine with a naive KV cache (chapter 5's quantized linears for an NSQM
   // file) — on a GPU in the cuda build, on the CPU simulator in the sim build (the device name
@@ -39,10 +53,11 @@ int run_generate(const GenerateArgs& a) {
   std::unique_ptr<Decoder> backend;
   if (a.device == "gpu") {
     device_model = src.to_device(parse_dtype(a.dtype));
-    backend = std::make_unique<engine::NaiveDecoder>(*device_model, engine::CacheMode::kNaiveCache);
+    backend = std::make_unique<engine::NaiveDecoder>(*device_model, engine::CacheMode::kNaiveCache,
+                                                      positions);
   } else {
     if (a.dtype != "fp32") throw InvalidArgument("--dtype " + a.dtype + " needs --device gpu (the CPU oracle is fp32)");
-    backend = std::make_unique<oracle::OracleDecoder>(src.model);
+    backend = std::make_unique<oracle::OracleDecoder>(src.model, positions);
   }
 
   GenerateOptions opt;
@@ -51,19 +66,18 @@ int run_generate(const GenerateArgs& a) {
   // Stories are delimited by BOS in llama2.c's training data and by EOS in the HF models:
   // either one ends the text.
   opt.stop_tokens = {tok.eos_id(), tok.bos_id()};
-  const std::vector<int> prompt = tok.encode(a.prompt, /*add_bos=*/true, /*add_eos=*/false);
 
   // Stream the text: the prompt first, then each token as it is sampled.
   std::fputs(tok.decode(prompt).c_str(), stdout);
   int prev = prompt.back();
   opt.on_token = [&](int t) {
     if (t != tok.eos_id() && t != tok.bos_id()) std::fputs(tok.decode_token(prev, t).c_str(), stdout);
-    std::fflush(stdout);
+    flush_stdout();  // a full disk or closed pipe stops the run here, with its reason
     prev = t;
   };
   const GenerateResult r = generate(*backend, prompt, opt);
   std::fputc('\n', stdout);
-  std::fflush(stdout);  // the text before the statistics on a shared terminal
+  flush_stdout();  // the text before the statistics on a shared terminal
 
   // Decode rate: generated tokens over the time after the prompt's forward pass.
   const double tok_per_s = r.decode_seconds > 0 ? r.generated() / r.decode_seconds : 0;
@@ -99,17 +113,18 @@ Action add_generate(CLI::App& parent) {
       ->capture_default_str();
   c->add_option("--tokenizer,-z", args->tokenizer, "tokenizer file (default: found from the model)");
   c->add_option("--prompt,-p", args->prompt, "prompt text (BOS is prepended)")->capture_default_str();
-  c->add_option("--steps,-n", args->steps, "most tokens to generate")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  c->add_option("--steps,-n", args->steps, "most tokens to generate (the context stops it sooner)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   c->add_option("--temperature,-t", args->sampling.temperature, "0 = greedy")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(number_in(0, 100));
   c->add_option("--top-p", args->sampling.top_p, "nucleus sampling mass in (0, 1]; 1 = off")
-      ->capture_default_str();
+      ->capture_default_str()->check(number_in(0, 1, /*open_low=*/true));
   c->add_option("--top-k", args->sampling.top_k, "keep the k most likely tokens; 0 = off")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::Range(0, 1 << 24));
   c->add_option("--min-p", args->sampling.min_p, "drop tokens below min_p * p_max; 0 = off")
-      ->capture_default_str();
-  c->add_option("--seed,-s", args->sampling.seed, "the request's RNG seed")->capture_default_str();
+      ->capture_default_str()->check(number_in(0, 1));
+  c->add_option("--seed,-s", args->sampling.seed, "the request's RNG seed")->capture_default_str()
+      ->check(seed_range());
   c->add_option("--device", args->device,
                  "cpu = the Eigen oracle; gpu = the kernels (a GPU in the cuda build, the CPU "
                  "simulator in the sim build)")

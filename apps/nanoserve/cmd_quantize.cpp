@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "apps/nanoserve/commands.h"
+#include "common/cli/cli_checks.h"
 #include "common/data_path.h"
 #include "common/engine/model/quantized_bundle.h"
 #include "common/error.h"
@@ -124,21 +125,23 @@ Action add_quantize(CLI::App& parent) {
   c->add_option("--tokenizer,-z", args->tokenizer, "tokenizer file (default: found from the model)");
   c->add_option("--out,-o", args->out, "the NSQM file to write")->required();
   c->add_option("--method", args->method, "rtn, gptq or awq")->capture_default_str();
-  c->add_option("--bits", args->bits, "4 or 8")->capture_default_str();
-  c->add_option("--group", args->group, "columns per scale group; 0 = per channel")->capture_default_str();
+  c->add_option("--bits", args->bits, "4 or 8 (checked with the scheme)")->capture_default_str()
+      ->check(CLI::Range(1, 8));
+  c->add_option("--group", args->group, "columns per scale group; 0 = per channel")->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   auto* sym = c->add_flag("--sym", "symmetric: implicit zero point 2^(bits-1) (default)");
   auto* asym = c->add_flag("--asym", args->asym, "asymmetric: a stored zero point per group");
   sym->excludes(asym);
   c->add_flag("--act-order", args->act_order, "GPTQ: quantize columns by decreasing Hessian diagonal");
   c->add_option("--damp", args->damp, "GPTQ: dampening, a fraction of the mean Hessian diagonal")
-      ->capture_default_str();
+      ->capture_default_str()->check(number_in(0, 1, /*open_low=*/true));
   c->add_flag("--no-clip", args->no_clip, "AWQ: skip the weight-clipping search");
   c->add_option("--calib-text", args->calib_text, "GPTQ/AWQ calibration documents")->capture_default_str();
   c->add_option("--calib-first", args->calib_first, "first calibration document (the sample's 80..99 "
                 "are its calibration slice; 0..79 are chapter 5's evaluation slice)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   c->add_option("--calib-count", args->calib_count, "number of calibration documents")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   c->add_option("--json", args->json, "also write a summary as JSON to this path");
   return [args] { return run_quantize(*args); };
 }

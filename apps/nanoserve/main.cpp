@@ -11,10 +11,11 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <exception>
 #include <map>
+#include <string>
 
 #include "apps/nanoserve/commands.h"
+#include "common/cli/program.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"nanoserve: LLM inference techniques, chapter by chapter"};
@@ -25,15 +26,23 @@ int main(int argc, char** argv) {
     nanoserve::cli::Action action = add(app);
     actions[app.get_subcommands({}).back()] = std::move(action);
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+  // The first word that is not an option names the subcommand. CLI11 would report an unknown
+  // one as "A subcommand is required" (and `nanoserve serve --help` as the main help, exit 0),
+  // so it is named here first.
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') continue;
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      found = found || sub->check_name(word);
+    }
+    if (found) break;
+    std::fprintf(stderr, "nanoserve: error: '%s' is not a subcommand (known: %s); see "
+                 "nanoserve --help\n", word.c_str(), known.c_str());
+    return 2;
   }
-  try {
-    return actions.at(app.get_subcommands().front())();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "nanoserve: error: %s\n", e.what());
-    return 1;
-  }
+  return nanoserve::cli::run_program("nanoserve", app, argc, argv,
+                                     [&] { return actions.at(app.get_subcommands().front())(); });
 }

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -22,6 +23,8 @@
 #include "common/engine/model/device_info.h"
 #include "common/engine/model/device_model.h"
 #include "common/engine/decode/naive_decoder.h"
+#include "common/cli/cli_checks.h"
+#include "common/cli/program.h"
 #include "common/model_bundle.h"
 #include "common/oracle/oracle_decoder.h"
 #include "common/report.h"
@@ -77,7 +80,10 @@ ModeRun run_mode(const engine::DeviceModel& dm, const Model& oracle_model, engin
                  const std::vector<int>& prompt, const Args& a) {
   engine::NaiveDecoder backend(dm, mode, a.max_seq_len);
   std::unique_ptr<oracle::OracleDecoder> oracle;
-  if (a.check) oracle = std::make_unique<oracle::OracleDecoder>(oracle_model);
+  // The oracle holds what the run needs (its tables are not this chapter's subject).
+  const int needed = static_cast<int>(std::min<std::int64_t>(
+      oracle_model.config.max_seq_len, std::int64_t(prompt.size()) + a.steps));
+  if (a.check) oracle = std::make_unique<oracle::OracleDecoder>(oracle_model, needed);
   StepProbe probe(backend, oracle.get(), check_tolerance(dm.dtype()));
   GenerateOptions opt;
   opt.max_new_tokens = a.steps;
@@ -147,6 +153,11 @@ int run(const Args& a) {
   const engine::DeviceModel dm(b.model, dtype);
   const Model oracle_model = engine::round_weights(b.model, dtype);  // what the device computes with
   const int max_seq_len = a.max_seq_len == 0 ? c.max_seq_len : a.max_seq_len;
+  // The naive slot reserves all of max_seq_len up front — the waste this chapter measures — so
+  // a context the file claims (up to 2^20 positions) is checked against the device first.
+  engine::check_device_memory(double(max_seq_len) * double(c.kv_bytes_per_token(dtype_bytes(dtype))),
+                              "the naive KV slot of " + std::to_string(max_seq_len) +
+                                  " positions (--max-seq-len; 0 = the model's context)");
   const std::string model_name = c.name.substr(c.name.find_last_of('/') + 1);  // file name only
 
   std::printf("ch01_naive_kv_cache: from recomputation to a naive KV cache\n");
@@ -229,28 +240,27 @@ int main(int argc, char** argv) {
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
   app.add_option("--tokenizer,-z", a.tokenizer, "tokenizer file (default: found from the model)");
   app.add_option("--prompt,-p", a.prompt, "prompt text (BOS is prepended)")->capture_default_str();
-  app.add_option("--steps,-n", a.steps, "tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--steps,-n", a.steps, "tokens to generate")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   app.add_option("--mode", a.mode, "which decoding to run")->capture_default_str()
       ->check(CLI::IsMember({"no-cache", "naive-cache", "both"}));
   app.add_option("--dtype", a.dtype, "storage type of weights and KV cache")->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--max-seq-len", a.max_seq_len, "positions one KV region reserves; 0 = the model's context")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--temperature,-t", a.temperature, "0 = greedy")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--seed,-s", a.seed, "the request's RNG seed (used when temperature > 0)")->capture_default_str();
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  app.add_option("--temperature,-t", a.temperature, "0 = greedy")->capture_default_str()
+      ->check(nanoserve::cli::number_in(0, 100));
+  app.add_option("--seed,-s", a.seed, "the request's RNG seed (used when temperature > 0)")->capture_default_str()
+      ->check(nanoserve::cli::seed_range());
   app.add_flag("--check", a.check, "run the CPU oracle alongside and compare every step's logits");
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: --steps 16 --check, a longer prompt");
   CLI::App* kv = app.add_subcommand("kv-memory", "KV cache memory of real model shapes (no model is loaded)");
-  kv->add_option("--context", a.kv_context, "positions per request")->capture_default_str()->check(CLI::PositiveNumber);
-  kv->add_option("--batch", a.kv_batch, "requests held at once")->capture_default_str()->check(CLI::PositiveNumber);
+  kv->add_option("--context", a.kv_context, "positions per request")->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  kv->add_option("--batch", a.kv_batch, "requests held at once")->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   kv->add_option("--json", a.json, "also write the table as JSON to this path");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
+  return nanoserve::cli::run_program("ch01_naive_kv_cache", app, argc, argv, [&] {
     if (kv->parsed()) {
       nlohmann::json report = nanoserve::make_report("ch01_naive_kv_cache kv-memory", "host", "host arithmetic");
       nanoserve::ch01::print_kv_memory(nanoserve::engine::kv_memory_reference_models(), a.kv_context,
@@ -264,8 +274,5 @@ int main(int argc, char** argv) {
       if (app.count("--prompt") == 0) a.prompt = nanoserve::ch01::kTourPrompt;
     }
     return nanoserve::ch01::run(a);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ch01_naive_kv_cache: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

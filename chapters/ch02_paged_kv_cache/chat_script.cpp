@@ -1,10 +1,10 @@
 #include "chapters/ch02_paged_kv_cache/chat_script.h"
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "common/error.h"
+#include "common/io/input_file.h"
 
 namespace nanoserve::ch02 {
 namespace {
@@ -58,11 +58,7 @@ ChatScript parse_chat_script(const std::string& text, const std::string& source)
 }
 
 ChatScript load_chat_script(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw LoadError(path, "file", "cannot open the chat script");
-  std::ostringstream text;
-  text << f.rdbuf();
-  return parse_chat_script(text.str(), path);
+  return parse_chat_script(read_input_file(path, "chat script", kMaxChatScriptBytes), path);
 }
 
 std::string default_chat_script_path() {

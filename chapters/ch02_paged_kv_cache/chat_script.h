@@ -8,6 +8,7 @@
 ///     user: Tell me a story about a girl named Lily and her red ball.
 ///     user: What did Lily do when the ball went up in the tree?
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,12 @@ struct ChatScript {
 /// `user:` line before any session, an empty text, or a session without turns.
 ChatScript parse_chat_script(const std::string& text, const std::string& source);
 
-/// \brief Reads and parses a chat script file. Throws `LoadError` when it cannot be read.
+/// \brief Largest chat script read: 16 MiB (the bundled one is 2 KB; every turn is
+/// prefilled, so far less is practical).
+inline constexpr std::uint64_t kMaxChatScriptBytes = 16ull << 20;
+
+/// \brief Reads and parses a chat script file. Throws `LoadError` when it cannot be read, is
+/// not a regular file (a directory, a FIFO) or is larger than `kMaxChatScriptBytes`.
 ChatScript load_chat_script(const std::string& path);
 
 /// \brief The bundled script, `data/chats/chats.txt`, found from the working directory or

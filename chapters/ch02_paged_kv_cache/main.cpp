@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -26,6 +27,8 @@
 #include "common/quant/calibration.h"
 #include "common/engine/model/device_info.h"
 #include "common/engine/model/device_model.h"
+#include "common/cli/cli_checks.h"
+#include "common/cli/program.h"
 #include "common/model_bundle.h"
 #include "common/report.h"
 
@@ -77,6 +80,16 @@ void run_utilization(const ModelBundle& b, const engine::DeviceModel& dm, const 
   u.regions = a.regions;
   u.block_size = a.block_size;
   u.bytes_per_token = c.kv_bytes_per_token(dtype_bytes(dm.dtype()));
+  // The replay admits requests until the budget is full, so its host memory follows the budget:
+  // a stated limit, rather than a context of 2^20 positions from a file times --regions.
+  constexpr std::int64_t kMaxBudgetPositions = 1 << 22;
+  if (std::int64_t(u.regions) * u.max_seq_len > kMaxBudgetPositions) {
+    throw InvalidArgument("utilization: --regions " + std::to_string(u.regions) + " x max_seq_len " +
+                          std::to_string(u.max_seq_len) +
+                          (a.max_seq_len == 0 ? " (the model's context)" : "") +
+                          " exceeds the replay's budget limit of 4194304 positions; pass a smaller "
+                          "--max-seq-len or --regions");
+  }
   const std::vector<harness::RequestShape> batch = harness::mixed_length_requests();
   print_utilization(replay_utilization(batch, u), batch, u, records);
   print_block_size_sweep(batch, u, a.sweep, records);
@@ -174,6 +187,12 @@ int run(const Args& a, Scenarios s) {
   report["clock"] = "process CPU time and wall time";
   nlohmann::json& records = report["records"];
   bool ok = true;
+  if (s.multiturn || s.sampling) {
+    engine::check_device_memory(double(a.num_blocks) * a.block_size *
+                                    double(c.kv_bytes_per_token(dtype_bytes(dtype))),
+                                "the KV pool of --num-blocks " + std::to_string(a.num_blocks) +
+                                    " x --block-size " + std::to_string(a.block_size));
+  }
   if (s.utilization) run_utilization(b, dm, a, records);
   if (s.multiturn) ok = run_multiturn_scenario(b, dm, a, records) && ok;
   if (s.sampling) ok = run_sampling_scenario(b, dm, a, records) && ok;
@@ -206,7 +225,7 @@ int main(int argc, char** argv) {
   app.add_flag("--tour", a.tour, "a short run of all three scenarios for scripts/tour.sh");
   CLI::App* util = app.add_subcommand("utilization", "naive vs paged KV utilization under one budget");
   util->add_option("--max-seq-len", a.max_seq_len, "positions a naive region reserves; 0 = the model's context")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   util->add_option("--regions", a.regions, "naive regions; the budget is regions x max-seq-len positions")
       ->capture_default_str()->check(CLI::Range(1, 1 << 16));
   util->add_option("--sweep", a.sweep, "block sizes of the sweep")->capture_default_str()
@@ -221,26 +240,22 @@ int main(int argc, char** argv) {
   multi->add_option("--new-tokens", a.turn_tokens, "greedy tokens per reply")->capture_default_str()
       ->check(CLI::Range(1, 256));
   multi->add_option("--turns", a.max_turns, "turns per session; 0 = all")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
   multi->add_option("--sessions", a.max_sessions, "sessions; 0 = all")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
   CLI::App* samp = app.add_subcommand("parallel-sampling", "n samples, shared vs unshared prompt KV");
   samp->add_option("-n", a.n, "samples of the prompt")->capture_default_str()->check(CLI::Range(1, 64));
   samp->add_option("--new-tokens", a.sample_tokens, "tokens per sample")->capture_default_str()
       ->check(CLI::Range(1, 256));
   samp->add_option("--temperature,-t", a.temperature, "> 0")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(nanoserve::cli::number_in(0, 100, /*open_low=*/true));
   samp->add_option("--top-p", a.top_p, "nucleus sampling, in (0, 1]")->capture_default_str()
-      ->check(CLI::Range(0.0f, 1.0f));
-  samp->add_option("--seed,-s", a.seed, "sample i uses seed + i")->capture_default_str();
+      ->check(nanoserve::cli::number_in(0, 1, /*open_low=*/true));
+  samp->add_option("--seed,-s", a.seed, "sample i uses seed + i")->capture_default_str()
+      ->check(nanoserve::cli::seed_range());
   samp->add_option("--prompt,-p", a.prompt, "prompt text (BOS is prepended)");
   app.require_subcommand(0, 1);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
+  return nanoserve::cli::run_program("ch02_paged_kv_cache", app, argc, argv, [&] {
     nanoserve::ch02::Scenarios s{util->parsed(), multi->parsed(), samp->parsed()};
     if (!s.utilization && !s.multiturn && !s.sampling) s = {true, true, true};
     if (a.tour) {  // small enough for the tour: two sessions, short replies and samples
@@ -250,8 +265,5 @@ int main(int argc, char** argv) {
       if (samp->count("--new-tokens") == 0) a.sample_tokens = 12;
     }
     return nanoserve::ch02::run(a, s);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ch02_paged_kv_cache: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

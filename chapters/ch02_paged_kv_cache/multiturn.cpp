@@ -1,6 +1,7 @@
 #include "chapters/ch02_paged_kv_cache/multiturn.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "common/format_bytes.h"
@@ -34,7 +35,12 @@ MultiturnRun run_multiturn(const engine::DeviceModel& model, const Tokenizer& to
                           "session limits >= 0");
   }
   engine::KVCacheManager manager(c.num_blocks, c.block_size, prefix_caching);
-  engine::PagedKVCache cache(model.config(), model.dtype(), manager.pool().num_blocks(), manager.block_size());
+  // A sequence never holds more than the pool: that, not the context a file may claim (2^20
+  // positions), sizes the cache's tables and the runner's rows.
+  const int positions = static_cast<int>(std::min<std::int64_t>(
+      model.config().max_seq_len, std::int64_t(c.num_blocks) * c.block_size));
+  engine::PagedKVCache cache(model.config(), model.dtype(), manager.pool().num_blocks(),
+                             manager.block_size(), positions);
   engine::ModelRunner runner(model, {cache.max_seq_len(), 1});
   const std::vector<int> system = tokenizer.encode(script.system, /*add_bos=*/true, false);
   std::vector<SessionState> sessions;

@@ -26,6 +26,9 @@
 #include "common/harness/clocks.h"
 #include "common/harness/workload_options.h"
 #include "common/engine/serve/static_batcher.h"
+#include "common/harness/serving_checks.h"
+#include "common/cli/cli_checks.h"
+#include "common/cli/program.h"
 #include "common/model_bundle.h"
 #include "common/report.h"
 
@@ -75,6 +78,10 @@ int run(const Args& a) {
   const std::string model_name = c.name.substr(c.name.find_last_of('/') + 1);
   const int max_model_len = std::min(a.max_model_len, c.max_seq_len);
   const std::vector<engine::Request> requests = harness::build_workload(a.workload, *b.tokenizer, c.vocab_size);
+  harness::check_wall_clock_wait(requests, clock);
+  engine::check_device_memory(double(a.num_blocks) * a.block_size * double(c.kv_bytes_per_token(4)),
+                              "the KV pool of --num-blocks " + std::to_string(a.num_blocks) +
+                                  " x --block-size " + std::to_string(a.block_size));
 
   std::printf("ch03_static_batching: padded static batches, run until their longest member ends\n");
   std::printf("  model    %s (dim %d, %d layers, context %d)%s\n", model_name.c_str(), c.dim,
@@ -99,9 +106,11 @@ int run(const Args& a) {
   std::vector<std::pair<std::string, harness::ServingMetrics>> rows;
   std::printf("  %5s %9s %9s %9s %9s %8s %8s %8s\n", "batch", "out tok/s", "useful", "padding",
               "idle", "waste", "e2e p50", "e2e p99");
+  std::vector<std::string> rejections;  // printed under the table
   for (int batch_size : a.batch_sizes) {
     engine::StaticBatchConfig sc;
-    sc.batch_size = batch_size;
+    // No batch holds more requests than the workload has: buffers follow the work, not -b.
+    sc.batch_size = std::min<int>(batch_size, static_cast<int>(requests.size()));
     sc.max_wait_s = a.max_wait_s;
     sc.max_model_len = max_model_len;
     sc.num_kv_blocks = a.num_blocks;
@@ -112,13 +121,14 @@ int run(const Args& a) {
     harness::TimedExecutor timed(clock, executor);
     const engine::ServingRun run = engine::run_static(requests, sc, timed.executor(), timed.clock());
     const harness::ServingMetrics m = harness::compute_metrics(run);
+    nlohmann::json rec = harness::metrics_record("static b=" + std::to_string(batch_size), m);
+    rejections.push_back(harness::rejection_line("static b=" + std::to_string(batch_size), run, &rec));
     std::printf("  %5d %9.1f %9lld %9lld %9lld %7.1f%% %8.0f %8.0f\n", batch_size,
                 m.output_tokens_per_s, m.waste.useful_rows, m.waste.padding_rows,
                 m.waste.idle_rows, 100.0 * m.waste.waste_fraction(), 1e3 * m.e2e.p50,
                 1e3 * m.e2e.p99);
     if (batch_size == a.batch_sizes.back()) print_first_batch(run, batch_size);
     rows.emplace_back("static b=" + std::to_string(batch_size), m);
-    nlohmann::json rec = harness::metrics_record("static b=" + std::to_string(batch_size), m);
     rec["table"] = "static";
     rec["batch_size"] = batch_size;
     rec["rate"] = a.workload.trace.empty() ? a.workload.rate : -1.0;
@@ -128,6 +138,7 @@ int run(const Args& a) {
   std::printf("\n== serving metrics (%s, %s clock; CPU-simulator timings show the trend, not GPU "
               "speed) ==\n", device.c_str(), a.clock.c_str());
   harness::print_metrics_table(rows);
+  harness::print_rejections(rejections);
   if (!a.json.empty()) write_json(a.json, report);
   return 0;
 }
@@ -137,6 +148,7 @@ int run(const Args& a) {
 
 int main(int argc, char** argv) {
   using nanoserve::ch03::Args;
+  namespace cli = nanoserve::cli;
   Args a;
   a.workload.rate = std::numeric_limits<double>::infinity();  // static batching's home: offline
   a.workload.prompt_len = "uniform:8:64";
@@ -145,26 +157,23 @@ int main(int argc, char** argv) {
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
   nanoserve::harness::add_workload_flags(app, a.workload);
   app.add_option("--batch-sizes,-b", a.batch_sizes, "static batch sizes to compare")->capture_default_str()
-      ->delimiter(',')->check(CLI::PositiveNumber);
+      ->delimiter(',')->check(CLI::Range(1, nanoserve::harness::kMaxTraceRequests));
   app.add_option("--max-wait-s", a.max_wait_s, "start a partial batch once its first member waited this long")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(cli::number_in(0, std::numeric_limits<double>::infinity()));
   app.add_option("--max-model-len", a.max_model_len, "most tokens per request (cut to the model's context)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--num-blocks", a.num_blocks, "KV pool size in blocks")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--block-size", a.block_size, "tokens per KV block")->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  app.add_option("--num-blocks", a.num_blocks, "KV pool size in blocks")->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--block-size", a.block_size, "tokens per KV block")->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   app.add_option("--max-tokens-per-step", a.max_tokens_per_step, "rows of one forward pass (a bigger padded prefill is split)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1, 16384));
   app.add_flag("--skip-wasted-rows", a.skip_wasted_rows, "count padding/idle rows but do not compute them");
   app.add_option("--clock", a.clock, "wall or cpu (per-pass CPU time, idle gaps skipped)")->capture_default_str()
       ->check(CLI::IsMember({"wall", "cpu"}));
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: 8 requests, batch sizes 1 and 4");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
+  return cli::run_program("ch03_static_batching", app, argc, argv, [&] {
     if (a.tour) {
       a.workload.num_requests = std::min(a.workload.num_requests, 8);
       if (app.count("--output-len") == 0) a.workload.output_len = "lognormal:8:1:2:24";
@@ -173,8 +182,5 @@ int main(int argc, char** argv) {
       if (app.count("--clock") == 0) a.clock = "cpu";
     }
     return nanoserve::ch03::run(a);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ch03_static_batching: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

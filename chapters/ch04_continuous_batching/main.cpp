@@ -25,6 +25,9 @@
 #include "common/harness/serving_metrics.h"
 #include "common/engine/model/device_info.h"
 #include "common/harness/scheduler_bench.h"
+#include "common/harness/serving_checks.h"
+#include "common/cli/cli_checks.h"
+#include "common/cli/program.h"
 #include "common/error.h"
 #include "common/model_bundle.h"
 #include "common/report.h"
@@ -37,6 +40,7 @@ struct Args {
   harness::WorkloadOptions workload;
   engine::SchedulerConfig scheduler;
   bool no_chunked_prefill = false;
+  bool budget_given = false;  // --max-num-batched-tokens was on the command line
   bool no_prefix_caching = false;
   int compare_static = 0;
   std::string clock = "wall";
@@ -109,11 +113,32 @@ int run(const Args& a, const std::string& sweep) {
   s.scheduler.max_model_len = std::min(a.scheduler.max_model_len, c.max_seq_len);
   s.scheduler.enable_chunked_prefill = !a.no_chunked_prefill;
   s.scheduler.enable_prefix_caching = !a.no_prefix_caching;
-  if (a.no_chunked_prefill) {  // rule 3 of the scheduler: a whole prompt must fit one step
-    s.scheduler.max_num_batched_tokens =
-        std::max(s.scheduler.max_num_batched_tokens, s.scheduler.max_model_len);
+  std::string budget_note;
+  if (a.no_chunked_prefill && s.scheduler.max_num_batched_tokens < s.scheduler.max_model_len) {
+    // Rule 3 of the scheduler: without chunking a whole prompt must fit one step. A budget
+    // the user chose is not silently replaced; the default one is raised, and the output says so.
+    if (a.budget_given) {
+      throw InvalidArgument("--max-num-batched-tokens " +
+                            std::to_string(s.scheduler.max_num_batched_tokens) +
+                            " is less than max_model_len " +
+                            std::to_string(s.scheduler.max_model_len) +
+                            ": with --no-chunked-prefill a whole prompt must fit one step (raise "
+                            "it, lower --max-model-len, or allow chunked prefill)");
+    }
+    s.scheduler.max_num_batched_tokens = s.scheduler.max_model_len;
+    budget_note = " (raised from the default to max_model_len: no chunked prefill)";
   }
   s.scheduler.validate();
+  if (s.executor == ExecutorKind::kModel) {
+    const int pool = std::max(s.scheduler.num_kv_blocks,
+                              sweep == "sweep-pool" && !a.pool_blocks.empty()
+                                  ? *std::max_element(a.pool_blocks.begin(), a.pool_blocks.end())
+                                  : 0);
+    engine::check_device_memory(double(pool) * s.scheduler.block_size * double(c.kv_bytes_per_token(4)),
+                                "the KV pool of " + std::to_string(pool) + " blocks (--num-blocks" +
+                                    std::string(sweep == "sweep-pool" ? "/--pool-blocks" : "") +
+                                    ") x --block-size " + std::to_string(s.scheduler.block_size));
+  }
   s.batcher.batch_size = std::max(1, a.compare_static);
   s.batcher.max_model_len = s.scheduler.max_model_len;
   s.batcher.num_kv_blocks = s.scheduler.num_kv_blocks;
@@ -126,9 +151,10 @@ int run(const Args& a, const std::string& sweep) {
   std::printf("  device    %s [%s backend], fp32\n  executor  %s\n", device.c_str(),
               engine::kernel_backend(), describe(s).c_str());
   const engine::SchedulerConfig& sc = s.scheduler;
-  std::printf("  scheduler max_num_seqs %d, max_num_batched_tokens %d, chunked prefill %s, "
+  std::printf("  scheduler max_num_seqs %d, max_num_batched_tokens %d%s, chunked prefill %s, "
               "prefix caching %s,\n            KV pool %d blocks of %d, max_model_len %d\n",
-              sc.max_num_seqs, sc.max_num_batched_tokens, sc.enable_chunked_prefill ? "on" : "off",
+              sc.max_num_seqs, sc.max_num_batched_tokens, budget_note.c_str(),
+              sc.enable_chunked_prefill ? "on" : "off",
               sc.enable_prefix_caching ? "on" : "off", sc.num_kv_blocks, sc.block_size,
               sc.max_model_len);
 
@@ -138,6 +164,7 @@ int run(const Args& a, const std::string& sweep) {
   report["model"] = model_name;
   nlohmann::json& records = report["records"];
   const std::vector<engine::Request> requests = harness::build_workload(a.workload, *b.tokenizer, c.vocab_size);
+  if (s.executor == ExecutorKind::kModel) harness::check_wall_clock_wait(requests, s.clock);
   std::printf("  workload  %s\n",
               harness::describe_workload(a.workload, requests.size()).c_str());
 
@@ -149,6 +176,12 @@ int run(const Args& a, const std::string& sweep) {
     std::vector<double> rates;
     for (const std::string& r : a.rates) {
       rates.push_back(r == "inf" ? std::numeric_limits<double>::infinity() : std::stod(r));
+      if (s.executor == ExecutorKind::kModel && s.clock == harness::ClockKind::kWall) {
+        harness::WorkloadOptions w = a.workload;  // the wait each rate's workload would take
+        w.rate = rates.back();
+        harness::check_wall_clock_wait(harness::build_workload(w, *b.tokenizer, c.vocab_size),
+                                        s.clock);
+      }
     }
     sweep_rate(s, a.workload, *b.tokenizer, rates, records);
   } else if (sweep == "sweep-chunked") {
@@ -156,24 +189,37 @@ int run(const Args& a, const std::string& sweep) {
   } else if (sweep == "sweep-pool") {
     sweep_pool(s, requests, a.pool_blocks, records);
   } else {
+    // Records (a KV point per step, a latency per request) only when they will be written:
+    // memory follows the work asked for.
+    const bool keep = !a.json.empty();
     std::vector<std::pair<std::string, harness::ServingMetrics>> rows;
+    std::vector<std::string> rejections;  // printed under the table
     const engine::ServingRun run = run_continuous_on(s, requests);
     rows.emplace_back("continuous", harness::compute_metrics(run));
-    records.push_back(harness::metrics_record("continuous", rows.back().second));
-    records.back()["table"] = "serving";
-    records.push_back({{"table", "kv_timeline"}, {"config", "continuous"}, {"points", harness::kv_timeline(run)}});
-    records.push_back(latency_record("continuous", run));
+    nlohmann::json rec = harness::metrics_record("continuous", rows.back().second);
+    rec["table"] = "serving";
+    rejections.push_back(harness::rejection_line("continuous", run, &rec));
+    if (keep) {
+      records.push_back(rec);
+      records.push_back({{"table", "kv_timeline"}, {"config", "continuous"}, {"points", harness::kv_timeline(run)}});
+      records.push_back(latency_record("continuous", run));
+    }
     if (a.compare_static > 0) {
       const engine::ServingRun st = run_static_on(s, requests);
       rows.emplace_back("static b=" + std::to_string(a.compare_static), harness::compute_metrics(st));
-      records.push_back(harness::metrics_record(rows.back().first, rows.back().second));
-      records.back()["table"] = "serving";
-      records.push_back({{"table", "kv_timeline"}, {"config", rows.back().first}, {"points", harness::kv_timeline(st)}});
-      records.push_back(latency_record(rows.back().first, st));
+      nlohmann::json srec = harness::metrics_record(rows.back().first, rows.back().second);
+      srec["table"] = "serving";
+      rejections.push_back(harness::rejection_line(rows.back().first, st, &srec));
+      if (keep) {
+        records.push_back(srec);
+        records.push_back({{"table", "kv_timeline"}, {"config", rows.back().first}, {"points", harness::kv_timeline(st)}});
+        records.push_back(latency_record(rows.back().first, st));
+      }
     }
     std::printf("\n== serving metrics (%s; CPU-simulator timings show the trend, not GPU speed) ==\n",
                 describe(s).c_str());
     harness::print_metrics_table(rows);
+    harness::print_rejections(rejections);
     const harness::ServingMetrics& m = rows.front().second;
     std::printf("  continuous: %lld passes, %.1f rows per pass, KV peak %d of %d blocks (mean "
                 "%.0f%%), %lld preemptions, prefix cache %lld/%lld blocks hit, %lld prompt "
@@ -191,6 +237,7 @@ int run(const Args& a, const std::string& sweep) {
 
 int main(int argc, char** argv) {
   using nanoserve::ch04::Args;
+  namespace cli = nanoserve::cli;
   Args a;
   a.scheduler.max_num_seqs = 16;
   a.scheduler.max_num_batched_tokens = 64;
@@ -201,19 +248,19 @@ int main(int argc, char** argv) {
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
   nanoserve::harness::add_workload_flags(app, a.workload);
   app.add_option("--max-num-seqs", a.scheduler.max_num_seqs, "most running requests")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 4096));
   app.add_option("--max-num-batched-tokens", a.scheduler.max_num_batched_tokens, "token budget per step")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1, 16384));
   app.add_option("--max-model-len", a.scheduler.max_model_len, "most tokens per request (cut to the model's context)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   app.add_flag("--no-chunked-prefill", a.no_chunked_prefill, "admit a prompt only when all of it fits one step");
   app.add_flag("--no-prefix-caching", a.no_prefix_caching, "do not reuse cached prompt blocks");
   app.add_option("--num-blocks", a.scheduler.num_kv_blocks, "KV pool size in blocks (shrink it to force preemption)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   app.add_option("--block-size", a.scheduler.block_size, "tokens per KV block")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 4096));
   app.add_option("--compare-static", a.compare_static, "also run static batching with this batch size (0 = no)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::Range(0, nanoserve::harness::kMaxTraceRequests));
   app.add_option("--clock", a.clock, "wall or cpu (per-pass CPU time, idle gaps skipped)")->capture_default_str()
       ->check(CLI::IsMember({"wall", "cpu"}));
   app.add_option("--executor", a.executor, "model, or cost-model (virtual time, a GPU-like cost shape)")
@@ -221,28 +268,20 @@ int main(int argc, char** argv) {
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: 8 requests, static batching alongside");
   CLI::App* rate = app.add_subcommand("sweep-rate", "static vs continuous throughput and latency per request rate");
-  rate->add_option("--rates", a.rates, "arrival rates (per second; inf = offline)")->capture_default_str()->delimiter(',');
+  rate->add_option("--rates", a.rates, "arrival rates (per second; inf = offline)")->capture_default_str()->delimiter(',')
+      ->check(cli::number_in(0, std::numeric_limits<double>::infinity(), /*open_low=*/true));
   CLI::App* chunked = app.add_subcommand("sweep-chunked", "chunked prefill on/off: TTFT and inter-token latency");
   chunked->add_option("--budgets", a.budgets, "token budgets with chunking")->capture_default_str()->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 16384));
   CLI::App* pool = app.add_subcommand("sweep-pool", "preemptions as the KV pool shrinks");
   pool->add_option("--pool-blocks", a.pool_blocks, "pool sizes in blocks")->capture_default_str()->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 20));
   CLI::App* bench = app.add_subcommand("sched-bench", "host µs per schedule() with hundreds of running sequences");
   bench->add_option("--num-seqs", a.bench_seqs, "running sequences")->capture_default_str()->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, nanoserve::harness::kMaxBenchSeqs));
   app.require_subcommand(0, 1);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
-    for (const std::string& r : a.rates) {
-      if (r != "inf" && !(std::strtod(r.c_str(), nullptr) > 0)) {
-        throw nanoserve::InvalidArgument("--rates: '" + r + "' is not a positive number or inf");
-      }
-    }
+  return cli::run_program("ch04_continuous_batching", app, argc, argv, [&] {
+    a.budget_given = app.count("--max-num-batched-tokens") > 0;
     if (a.tour) {
       a.workload.num_requests = std::min(a.workload.num_requests, 8);
       if (app.count("--output-len") == 0) a.workload.output_len = "lognormal:8:1:2:24";
@@ -255,8 +294,5 @@ int main(int argc, char** argv) {
     const std::string sweep = rate->parsed() ? "sweep-rate" : chunked->parsed() ? "sweep-chunked"
                               : pool->parsed() ? "sweep-pool" : "";
     return nanoserve::ch04::run(a, sweep);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ch04_continuous_batching: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

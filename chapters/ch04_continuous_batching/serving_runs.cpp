@@ -9,6 +9,7 @@
 #include "common/engine/serve/model_executor.h"
 #include "common/engine/serve/serving_loop.h"
 #include "common/engine/serve/static_batcher.h"
+#include "common/harness/serving_checks.h"
 
 namespace nanoserve::ch04 {
 
@@ -22,9 +23,12 @@ const harness::FakeCostModel kCostModel{};
 // and clock of `s`.
 engine::ServingRun run_on(const RunSetup& s, const std::vector<engine::Request>& requests,
                           bool continuous) {
+  // No batch holds more requests than the workload has: buffers follow the work.
+  engine::StaticBatchConfig batcher = s.batcher;
+  batcher.batch_size = std::max(1, std::min<int>(batcher.batch_size, int(requests.size())));
   const auto run = [&](engine::Executor& executor, engine::Clock& clock) {
     return continuous ? engine::run_continuous(requests, s.scheduler, executor, clock)
-                      : engine::run_static(requests, s.batcher, executor, clock);
+                      : engine::run_static(requests, batcher, executor, clock);
   };
   if (s.executor == ExecutorKind::kCostModel) {
     engine::SimulatedClock clock;
@@ -34,7 +38,7 @@ engine::ServingRun run_on(const RunSetup& s, const std::vector<engine::Request>&
   }
   engine::ModelExecutor executor(
       *s.model, continuous ? engine::executor_options_for(s.scheduler)
-                           : engine::executor_options_for(s.batcher,
+                           : engine::executor_options_for(batcher,
                                                           s.scheduler.max_num_batched_tokens));
   harness::TimedExecutor timed(s.clock, executor);
   return run(timed.executor(), timed.clock());
@@ -82,11 +86,16 @@ void sweep_rate(const RunSetup& s, harness::WorkloadOptions workload, const Toke
               " — %s ==\n", s.batcher.batch_size, s.scheduler.max_num_seqs, describe(s).c_str());
   std::printf("  %6s | %10s %10s %8s | %10s %10s %8s | %7s\n", "rate/s", "static t/s",
               "e2e p99 ms", "waste", "cont. t/s", "e2e p99 ms", "preempt", "speedup");
+  std::vector<std::string> rejections;  // printed under the table
   for (double rate : rates) {
     workload.rate = rate;
     const std::vector<engine::Request> requests = harness::build_workload(workload, tok, s.vocab_size);
-    const harness::ServingMetrics st = harness::compute_metrics(run_static_on(s, requests));
-    const harness::ServingMetrics co = harness::compute_metrics(run_continuous_on(s, requests));
+    const engine::ServingRun st_run = run_static_on(s, requests);
+    const engine::ServingRun co_run = run_continuous_on(s, requests);
+    rejections.push_back(harness::rejection_line("rate " + rate_text(rate) + ", static", st_run, nullptr, false));
+    rejections.push_back(harness::rejection_line("rate " + rate_text(rate) + ", continuous", co_run, nullptr, false));
+    const harness::ServingMetrics st = harness::compute_metrics(st_run);
+    const harness::ServingMetrics co = harness::compute_metrics(co_run);
     const double speedup = st.output_tokens_per_s > 0 ? co.output_tokens_per_s / st.output_tokens_per_s : 0;
     std::printf("  %6s | %10.1f %10.0f %7.1f%% | %10.1f %10.0f %8lld | %6.2fx\n",
                 rate_text(rate).c_str(), st.output_tokens_per_s, 1e3 * st.e2e.p99,
@@ -101,6 +110,7 @@ void sweep_rate(const RunSetup& s, harness::WorkloadOptions workload, const Toke
       records.push_back(r);
     }
   }
+  harness::print_rejections(rejections);
 }
 
 void sweep_chunked(const RunSetup& s, const std::vector<engine::Request>& requests,
@@ -120,10 +130,13 @@ void sweep_chunked(const RunSetup& s, const std::vector<engine::Request>& reques
   off.enable_chunked_prefill = false;
   off.max_num_batched_tokens = std::max(off.max_num_batched_tokens, off.max_model_len);
   configs.emplace_back("no chunking", off);
+  std::vector<std::string> rejections;  // printed under the table
   for (const auto& [label, config] : configs) {
     RunSetup run_setup = s;
     run_setup.scheduler = config;
-    const harness::ServingMetrics m = harness::compute_metrics(run_continuous_on(run_setup, requests));
+    const engine::ServingRun run = run_continuous_on(run_setup, requests);
+    rejections.push_back(harness::rejection_line(label, run, nullptr, false));
+    const harness::ServingMetrics m = harness::compute_metrics(run);
     std::printf("  %-22s %8.1f %8.0f %8.0f %8.1f %8.1f %8.1f\n", label.c_str(),
                 m.output_tokens_per_s, 1e3 * m.ttft.p50, 1e3 * m.ttft.p99, 1e3 * m.itl.p50,
                 1e3 * m.itl.p99, 1e3 * m.itl.max);
@@ -133,6 +146,7 @@ void sweep_chunked(const RunSetup& s, const std::vector<engine::Request>& reques
     records.push_back(r);
   }
   std::printf("  (ms; ITL = every gap between two tokens of a request)\n");
+  harness::print_rejections(rejections);
 }
 
 void sweep_pool(const RunSetup& s, const std::vector<engine::Request>& requests,

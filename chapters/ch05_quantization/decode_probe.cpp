@@ -58,7 +58,7 @@ DecodeRun measure_decode(const engine::DeviceModel& device, const std::vector<in
   DecodeRun run;
   engine::NaiveDecoder kernels(device, engine::CacheMode::kNaiveCache, max_seq_len);
   std::unique_ptr<oracle::OracleDecoder> reference;
-  if (oracle != nullptr) reference = std::make_unique<oracle::OracleDecoder>(*oracle);
+  if (oracle != nullptr) reference = std::make_unique<oracle::OracleDecoder>(*oracle, max_seq_len);
   ProbeDecoder probe(kernels, reference.get(), tolerance, run);
   GenerateOptions opt;
   opt.max_new_tokens = steps;

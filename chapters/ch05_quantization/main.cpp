@@ -21,6 +21,8 @@
 
 #include "chapters/ch05_quantization/sweep.h"
 #include "chapters/ch05_quantization/tables.h"
+#include "common/cli/cli_checks.h"
+#include "common/cli/program.h"
 #include "common/data_path.h"
 #include "common/engine/model/device_info.h"
 #include "common/error.h"
@@ -152,19 +154,14 @@ int main(int argc, char** argv) {
   app.add_option("--decode-steps", a.data.decode_steps, "greedy tokens timed through the kernels")
       ->capture_default_str()->check(CLI::Range(1, 256));
   app.add_option("--seed,-s", a.data.seed, "seed of the random token sequences used when the text "
-                 "sample is absent")->capture_default_str();
+                 "sample is absent")->capture_default_str()->check(nanoserve::cli::seed_range());
   app.add_flag("--check", a.data.check, "run the CPU oracle alongside every decode step and compare logits");
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: one model, INT4 g128 and INT8, "
                "fewer documents, --check");
   CLI::App* memory = app.add_subcommand("memory", "weight bytes of Llama-2 7B/13B/70B at each format (computed)");
   memory->add_option("--json", a.json, "also write the table as JSON to this path");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
+  return nanoserve::cli::run_program("ch05_quantization", app, argc, argv, [&] {
     if (memory->parsed()) {
       nlohmann::json report = nanoserve::make_report("ch05_quantization memory", "host", "host arithmetic");
       nanoserve::ch05::print_memory(report["records"]);
@@ -181,8 +178,5 @@ int main(int argc, char** argv) {
       a.data.check = true;
     }
     return nanoserve::ch05::run(a);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ch05_quantization: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

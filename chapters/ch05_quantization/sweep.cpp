@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -123,7 +124,10 @@ SweepRow measure(const ModelData& data, const SweepConfig& config, const DataOpt
   } else {
     row.perplexity = row.bits_per_byte = std::numeric_limits<double>::quiet_NaN();
   }
-  row.decode = measure_decode(*device, data.prompt, o.decode_steps, 0,
+  // The KV the decode needs (prompt + steps), not the context the model's file claims.
+  const int positions = static_cast<int>(std::min<std::int64_t>(
+      c.max_seq_len, std::int64_t(data.prompt.size()) + o.decode_steps));
+  row.decode = measure_decode(*device, data.prompt, o.decode_steps, positions,
                               o.check ? &reference : nullptr, tolerance);
   return row;
 }

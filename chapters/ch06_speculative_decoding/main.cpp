@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -20,6 +21,8 @@
 #include "chapters/ch06_speculative_decoding/spec_inputs.h"
 #include "common/engine/model/device_info.h"
 #include "chapters/ch06_speculative_decoding/draft_factory.h"
+#include "common/cli/cli_checks.h"
+#include "common/cli/program.h"
 #include "common/model_bundle.h"
 #include "common/report.h"
 #include "chapters/ch06_speculative_decoding/spec_sweep.h"
@@ -100,7 +103,12 @@ int run(Args a) {
   std::printf("  prompts  %zu x %d tokens from %s; %d new tokens each\n", in.prompts.size(),
               a.prompt_tokens, in.source.c_str(), a.tokens);
 
-  engine::PagedDecoderOptions cache_options;  // the model's context, 16-token blocks
+  // 16-token blocks holding what a request needs (prompt, new tokens, one round's overshoot),
+  // not the context the model's file claims.
+  engine::PagedDecoderOptions cache_options;
+  cache_options.max_seq_len = static_cast<int>(std::min<std::int64_t>(
+      target.config.max_seq_len, std::int64_t(a.prompt_tokens) + a.tokens +
+                                     *std::max_element(a.gammas.begin(), a.gammas.end()) + 1));
   engine::PagedDecoder target_backend(std::make_unique<engine::DeviceModel>(target, DType::kF32),
                                         cache_options);
   const double target_bytes = double(target_backend.device_model().weight_bytes());
@@ -192,27 +200,25 @@ int main(int argc, char** argv) {
   app.add_option("--drafts", a.drafts,
                  "comma-separated drafts: layers-K, int8-rtn, int4-rtn, int4-gptq, int4-awq, ngram "
                  "(default: all kinds)");
-  app.add_option("--gammas", a.gammas, "draft tokens per round to sweep")->delimiter(',')->capture_default_str();
-  app.add_option("--tokens,-n", a.tokens, "new tokens per request")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--gammas", a.gammas, "draft tokens per round to sweep")->delimiter(',')->capture_default_str()
+      ->check(CLI::Range(1, 63));
+  app.add_option("--tokens,-n", a.tokens, "new tokens per request")->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--prompts", a.prompts, "prompts taken from the text sample")->capture_default_str()
       ->check(CLI::Range(1, 80));
   app.add_option("--prompt-tokens", a.prompt_tokens, "tokens per prompt, BOS included")->capture_default_str()
       ->check(CLI::Range(2, 256));
   app.add_option("--temperature,-t", a.temperature, "temperature of the sampled case")->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--seed,-s", a.seed, "the requests' RNG seed")->capture_default_str();
+      ->check(nanoserve::cli::number_in(0, 100, /*open_low=*/true));
+  app.add_option("--seed,-s", a.seed, "the requests' RNG seed")->capture_default_str()
+      ->check(nanoserve::cli::seed_range());
   app.add_option("--repeats", a.repeats, "interleaved plain/speculative passes per row (medians)")
       ->capture_default_str()->check(CLI::Range(1, 100));
   app.add_flag("!--no-warnings", a.warnings, "skip the high-temperature and short-reply rows");
   app.add_flag("--oracle", a.oracle, "also run every row through the CPU oracle");
   app.add_option("--json", a.json, "also write every row as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: three drafts, gamma 1 and 4, 12 tokens");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
+  return nanoserve::cli::run_program("ch06_speculative_decoding", app, argc, argv, [&] {
     if (a.tour) {
       if (app.count("--gammas") == 0) a.gammas = {1, 4};
       if (app.count("--tokens") == 0) a.tokens = 12;
@@ -220,8 +226,5 @@ int main(int argc, char** argv) {
       a.warnings = false;
     }
     return nanoserve::ch06::run(a);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ch06_speculative_decoding: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -1,6 +1,7 @@
 #include "chapters/ch06_speculative_decoding/spec_sweep.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 
@@ -118,6 +119,20 @@ SweepRow measure_sweep_row(speculative::RollbackDecoder& target, speculative::Pr
 }
 
 
+namespace {
+
+// The positions a row needs — its longest prompt, its token budget and one round's overshoot —
+// not the context the model's file claims (2^20 positions of KV for each backend).
+int row_capacity(const Model& m, const std::vector<std::vector<int>>& prompts, const SweepCase& c,
+                 int gamma) {
+  std::size_t longest = 0;
+  for (const std::vector<int>& p : prompts) longest = std::max(longest, p.size());
+  return static_cast<int>(std::min<std::int64_t>(
+      m.config.max_seq_len, std::int64_t(longest) + c.options.max_new_tokens + gamma + 1));
+}
+
+}  // namespace
+
 std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDraft>& drafts,
                                  const std::vector<std::vector<int>>& prompts,
                                  const std::vector<SweepCase>& cases,
@@ -131,11 +146,12 @@ std::vector<SweepRow> spec_sweep(const Model& target, const std::vector<SweepDra
   for (const SweepCase& c : cases) {
     for (const SweepDraft& d : drafts) {
       for (int gamma : gammas) {
-        speculative::OracleRollbackDecoder target_backend(target);
+        speculative::OracleRollbackDecoder target_backend(target, row_capacity(target, prompts, c, gamma));
         std::unique_ptr<speculative::OracleRollbackDecoder> draft_backend;
         std::unique_ptr<speculative::Proposer> proposer;
         if (d.model != nullptr) {
-          draft_backend = std::make_unique<speculative::OracleRollbackDecoder>(*d.model);
+          draft_backend = std::make_unique<speculative::OracleRollbackDecoder>(
+              *d.model, row_capacity(*d.model, prompts, c, gamma));
           proposer = std::make_unique<speculative::DraftModelProposer>(*draft_backend,
                                                           target.config.vocab_size);
         } else {

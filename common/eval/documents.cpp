@@ -1,11 +1,7 @@
 #include "common/eval/documents.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
 #include "common/error.h"
+#include "common/io/input_file.h"
 
 namespace nanoserve::eval {
 
@@ -24,12 +20,7 @@ std::vector<std::string_view> split_documents(std::string_view text,
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw LoadError(path, "file", std::string("cannot open: ") + std::strerror(errno));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) throw LoadError(path, "file", "read failed");
-  return bytes.str();
+  return read_input_file(path, "text file", kMaxTextFileBytes);
 }
 
 }  // namespace nanoserve::eval

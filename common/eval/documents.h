@@ -3,6 +3,7 @@
 /// \brief Splitting an evaluation text into documents (e.g. the TinyStories validation sample,
 /// whose stories are separated by "\n<|endoftext|>\n").
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,7 +18,12 @@ inline constexpr std::string_view kDefaultDelimiter = "\n<|endoftext|>\n";
 /// document. Throws `InvalidArgument` if `delimiter` is empty. The views point into `text`.
 std::vector<std::string_view> split_documents(std::string_view text, std::string_view delimiter);
 
-/// \brief The whole file as bytes. Throws `LoadError(path, "file", …)` if it cannot be read.
+/// \brief Largest text file read for evaluation or calibration: 1 GiB (the TinyStories
+/// sample is 81 KB; every document is tokenized and scored, so far less is practical).
+inline constexpr uint64_t kMaxTextFileBytes = 1ull << 30;
+
+/// \brief The whole file as bytes. Throws `LoadError(path, "file", …)` if it cannot be read,
+/// is not a regular file (a directory, a FIFO) or is larger than `kMaxTextFileBytes`.
 std::string read_text_file(const std::string& path);
 
 }  // namespace nanoserve::eval

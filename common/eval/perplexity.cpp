@@ -76,6 +76,10 @@ EvalResult evaluate_text(std::string_view text, const Tokenizer& tokenizer,
                           "] (0 = window - 1)");
   }
   const std::vector<std::string_view> docs = split_documents(text, options.delimiter);
+  if (docs.empty()) {  // nothing to score: a table of zeros would look like a result
+    throw InvalidArgument("evaluate: the text (" + std::to_string(text.size()) +
+                          " bytes) holds no document: it is empty or only delimiters");
+  }
   EvalResult r;
   for (const std::string_view doc : docs) {
     // BOS is prepended per window by score_document, so encode without it.
@@ -98,7 +102,13 @@ EvalResult evaluate_text(std::string_view text, const Tokenizer& tokenizer,
 
 EvalResult evaluate_file(const std::string& path, const Tokenizer& tokenizer,
                          const LogitsFn& logits, const EvalOptions& options) {
-  return evaluate_text(read_text_file(path), tokenizer, logits, options);
+  const std::string text = read_text_file(path);
+  if (split_documents(text, options.delimiter).empty()) {
+    throw LoadError(path, "documents",
+                    "none to evaluate: the file (" + std::to_string(text.size()) +
+                        " bytes) is empty or holds only delimiters");
+  }
+  return evaluate_text(text, tokenizer, logits, options);
 }
 
 }  // namespace nanoserve::eval

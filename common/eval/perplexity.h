@@ -68,13 +68,14 @@ struct EvalResult {
   double bits_per_byte = 0;  ///< nll / ln 2 / bytes
 };
 
-/// \brief Scores every document of `text`. Throws `InvalidArgument` for bad options, a
-/// document that tokenizes to nothing, or logits of the wrong size or containing NaN; whatever
+/// \brief Scores every document of `text`. Throws `InvalidArgument` for bad options, a text
+/// with no document (empty, or only delimiters), a document that tokenizes to nothing, or logits of the wrong size or containing NaN; whatever
 /// `logits` throws (e.g. a window longer than the model's context) propagates.
 EvalResult evaluate_text(std::string_view text, const Tokenizer& tokenizer,
                          const LogitsFn& logits, const EvalOptions& options);
 
-/// \brief `evaluate_text` on the contents of the file at `path` (`LoadError` if unreadable).
+/// \brief `evaluate_text` on the contents of the file at `path` (`LoadError` if it is
+/// unreadable, not a regular file, or holds no document).
 EvalResult evaluate_file(const std::string& path, const Tokenizer& tokenizer,
                          const LogitsFn& logits, const EvalOptions& options);
 

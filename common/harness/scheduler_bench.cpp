@@ -25,6 +25,18 @@ SchedulerBenchResult bench_scheduler(const SchedulerBenchOptions& o) {
     throw InvalidArgument("bench_scheduler: num_seqs, prompt_tokens and block_size must be "
                           ">= 1 and decode_steps >= 2");
   }
+  // The config multiplies these: keep every product an int (and the run's memory sane).
+  if (o.num_seqs > kMaxBenchSeqs || o.prompt_tokens > 65536 || o.decode_steps > 65536) {
+    throw InvalidArgument("bench_scheduler: num_seqs = " + std::to_string(o.num_seqs) +
+                          " (limit " + std::to_string(kMaxBenchSeqs) + "), prompt_tokens = " +
+                          std::to_string(o.prompt_tokens) + " and decode_steps = " +
+                          std::to_string(o.decode_steps) + " (limit 65536 each)");
+  }
+  if (int64_t(o.num_seqs) * (o.prompt_tokens + o.decode_steps + 2) > (1 << 28)) {
+    throw InvalidArgument("bench_scheduler: num_seqs x (prompt_tokens + decode_steps) = " +
+                          std::to_string(int64_t(o.num_seqs) * (o.prompt_tokens + o.decode_steps)) +
+                          " tokens exceed the limit of 2^28");
+  }
   constexpr int kVocab = 32000;
   const int max_len = o.prompt_tokens + o.decode_steps + 2;
   engine::SchedulerConfig config;

@@ -9,8 +9,12 @@
 
 namespace nanoserve::harness {
 
+/// \brief Most running sequences `bench_scheduler` takes (`sched-bench --num-seqs`).
+constexpr int kMaxBenchSeqs = 65536;
+
 /// \brief The steady state `bench_scheduler` measures: `num_seqs` requests all running and
-/// decoding one token per step.
+/// decoding one token per step (each count at most 65536, and num_seqs x (prompt_tokens +
+/// decode_steps) at most 2^28 tokens).
 struct SchedulerBenchOptions {
   int num_seqs = 256;        ///< running requests (max_num_seqs)
   int prompt_tokens = 128;   ///< tokens per prompt (prefilled before timing starts)

@@ -3,12 +3,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/io/input_file.h"
+#include "common/io/json_text.h"
+#include "common/io/output_file.h"
 
 namespace nanoserve::harness {
 namespace {
@@ -29,10 +31,18 @@ int get_int(const json& line, const char* key, int lo, int hi, const std::string
   return static_cast<int>(v.get<uint64_t>());
 }
 
+/// A number for a message: "1e+300", not 300 digits.
+std::string show(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 /// The checks shared by the loader and the writer: returns {field, problem} or {"", ""}.
 std::pair<std::string, std::string> semantic_error(const TraceRequest& r, double prev_arrival) {
-  if (!std::isfinite(r.arrival_s) || r.arrival_s < 0) {
-    return {"arrival_s", "must be a finite number >= 0, got " + std::to_string(r.arrival_s)};
+  if (!std::isfinite(r.arrival_s) || r.arrival_s < 0 || r.arrival_s > kMaxArrivalSeconds) {
+    return {"arrival_s", "must be a finite number >= 0 and at most 1e7 (seconds), got " +
+                             show(r.arrival_s)};
   }
   if (r.arrival_s < prev_arrival) {
     return {"arrival_s", std::to_string(r.arrival_s) + " is earlier than the previous line's " +
@@ -66,13 +76,10 @@ double shortest_double(float f) {
   return double(f);
 }
 
-TraceRequest parse_line(const std::string& text, const std::string& where, double prev_arrival) {
-  json line;
-  try {
-    line = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw LoadError(where, "json", std::string("not valid JSON (") + e.what() + ")");
-  }
+TraceRequest parse_line(const std::string& text, const std::string& path, int line_no,
+                        double prev_arrival) {
+  const std::string where = path + ":" + std::to_string(line_no);
+  const json line = parse_json_text(text, path, line_no);
   if (!line.is_object()) throw LoadError(where, "json", "each line must be a JSON object");
   for (const auto& item : line.items()) {
     const std::string& k = item.key();
@@ -120,16 +127,23 @@ TraceRequest parse_line(const std::string& text, const std::string& where, doubl
 }  // namespace
 
 std::vector<TraceRequest> load_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw LoadError(path, "file", "cannot open for reading");
+  return parse_trace(read_input_file(path, "trace", kMaxTraceBytes), path);
+}
+
+std::vector<TraceRequest> parse_trace(const std::string& jsonl, const std::string& path) {
+  std::istringstream in(jsonl);
   std::vector<TraceRequest> requests;
   std::string text;
   for (int line_no = 1; std::getline(in, text); ++line_no) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (requests.size() == std::size_t(kMaxTraceRequests)) {
+      throw LoadError(path + ":" + std::to_string(line_no), "file",
+                      "more than " + std::to_string(kMaxTraceRequests) +
+                          " requests (the limit for one workload)");
+    }
     const double prev = requests.empty() ? 0.0 : requests.back().arrival_s;
-    requests.push_back(parse_line(text, path + ":" + std::to_string(line_no), prev));
+    requests.push_back(parse_line(text, path, line_no, prev));
   }
-  if (in.bad()) throw LoadError(path, "file", "read error");
   if (requests.empty()) throw LoadError(path, "file", "holds no request");
   return requests;
 }
@@ -156,10 +170,7 @@ void write_trace(const std::string& path, const std::vector<TraceRequest>& reque
     if (r.temperature) line["temperature"] = shortest_double(*r.temperature);
     out << line.dump() << '\n';
   }
-  std::ofstream file(path, std::ios::trunc);
-  if (!file) throw Error(path + ": cannot open for writing");
-  file << out.str();
-  if (!file) throw Error(path + ": write failed");
+  write_output_file(path, out.str());
 }
 
 }  // namespace nanoserve::harness

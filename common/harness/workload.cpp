@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "common/error.h"
@@ -94,9 +95,9 @@ std::string LengthDist::describe() const {
 }
 
 void WorkloadSpec::validate() const {
-  if (num_requests < 1) {
+  if (num_requests < 1 || num_requests > kMaxTraceRequests) {
     throw InvalidArgument("workload num_requests = " + std::to_string(num_requests) +
-                          " must be >= 1");
+                          " is outside [1, " + std::to_string(kMaxTraceRequests) + "]");
   }
   if (!(rate > 0)) {
     throw InvalidArgument("workload rate = " + std::to_string(rate) +
@@ -129,6 +130,13 @@ std::vector<TraceRequest> generate_workload(const WorkloadSpec& spec) {
       t += -std::log(1.0 - uniforms(spec.seed, i, kGap).first) / spec.rate;  // Exp(rate)
     }
     r.arrival_s = std::round(t * 1e6) / 1e6;
+    if (r.arrival_s > kMaxArrivalSeconds) {  // a tiny rate: arrivals months away
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "workload rate = %g/s: request %d would arrive at %.4g s, past the limit of "
+                    "1e7 s (raise the rate)", spec.rate, i, r.arrival_s);
+      throw InvalidArgument(buf);
+    }
     const auto [p1, p2] = uniforms(spec.seed, i, kPromptLen);
     r.prompt_len = spec.prompt_len.sample(p1, p2);
     const auto [m1, m2] = uniforms(spec.seed, i, kMaxTokens);

@@ -67,7 +67,8 @@ struct WorkloadSpec {
   LengthDist prompt_len = LengthDist::fixed(32);  ///< prompt lengths
   LengthDist max_tokens = LengthDist::fixed(32);  ///< output lengths (max_tokens)
   uint64_t seed = 0;                              ///< keys every draw
-  /// \brief Throws `InvalidArgument` naming the field for a bad count, rate or length.
+  /// \brief Throws `InvalidArgument` naming the field for a bad count (outside
+  /// [1, kMaxTraceRequests]), rate or length.
   void validate() const;
 };
 
@@ -75,6 +76,7 @@ struct WorkloadSpec {
 /// arrivals are exponential with mean 1/rate (rounded to microseconds, so traces stay
 /// readable), lengths come from the spec, and each request gets its own 64-bit seed.
 /// Request i draws only from (seed, i), so the first k requests do not depend on num_requests.
+/// Throws `InvalidArgument` when a request would arrive after `kMaxArrivalSeconds`.
 std::vector<TraceRequest> generate_workload(const WorkloadSpec& spec);
 
 /// \brief A synthetic prompt of `len` tokens from the request's `seed`: `bos_id` first when it

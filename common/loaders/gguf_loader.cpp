@@ -19,14 +19,17 @@ std::string dims_to_string(const std::vector<uint64_t>& dims) {
   return s + "]";
 }
 
-/// An integer key narrowed to int (ModelConfig::validate checks the sane range later).
-int get_dim(const GgufFile& f, const std::string& key, std::optional<int> fallback) {
+/// An integer key in [lo, hi] (ConfigLimits), checked as it is read: nothing is derived from
+/// a value outside its range (an embedding length of 0 would reach the RoPE check as
+/// head_dim 0).
+int get_dim(const GgufFile& f, const std::string& key, std::optional<int> fallback, int64_t lo,
+            int64_t hi) {
   const std::optional<int64_t> v = f.metadata.get_int(key);
   if (!v) {
     if (fallback) return *fallback;
     throw LoadError(f.name, key, "is missing");
   }
-  if (*v < 0 || *v > INT_MAX) throw LoadError(f.name, key, std::to_string(*v) + " is out of range");
+  check_config_field(f.name, key, *v, lo, hi);
   return int(*v);
 }
 
@@ -78,24 +81,28 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   const std::string p = "llama.";
   ModelConfig c;
   c.name = f.name;
-  c.dim = get_dim(f, p + "embedding_length", std::nullopt);
-  c.hidden_dim = get_dim(f, p + "feed_forward_length", std::nullopt);
-  c.n_layers = get_dim(f, p + "block_count", std::nullopt);
-  c.n_heads = get_dim(f, p + "attention.head_count", std::nullopt);
-  c.n_kv_heads = get_dim(f, p + "attention.head_count_kv", c.n_heads);
-  c.max_seq_len = get_dim(f, p + "context_length", std::nullopt);
-  if (c.n_heads == 0) throw LoadError(f.name, p + "attention.head_count", "is 0");
+  using L = ConfigLimits;
+  c.dim = get_dim(f, p + "embedding_length", std::nullopt, 1, L::kMaxDim);
+  c.hidden_dim = get_dim(f, p + "feed_forward_length", std::nullopt, 1, L::kMaxHiddenDim);
+  c.n_layers = get_dim(f, p + "block_count", std::nullopt, 1, L::kMaxLayers);
+  c.n_heads = get_dim(f, p + "attention.head_count", std::nullopt, 1, L::kMaxHeads);
+  c.n_kv_heads = get_dim(f, p + "attention.head_count_kv", c.n_heads, 1, c.n_heads);
+  c.max_seq_len = get_dim(f, p + "context_length", std::nullopt, 1, L::kMaxSeqLen);
   // head_dim: explicit key_length when present (it may differ from dim / n_heads).
   if (f.metadata.find(p + "attention.key_length") == nullptr && c.dim % c.n_heads != 0) {
     throw LoadError(f.name, p + "attention.head_count",
                     std::to_string(c.n_heads) + " does not divide embedding_length=" +
                         std::to_string(c.dim) + " and attention.key_length is absent");
   }
-  c.head_dim = get_dim(f, p + "attention.key_length", c.dim / c.n_heads);
-  if (get_dim(f, p + "attention.value_length", c.head_dim) != c.head_dim) {
+  c.head_dim = get_dim(f, p + "attention.key_length", c.dim / c.n_heads, 2, L::kMaxHeadDim);
+  if (f.metadata.find(p + "attention.key_length") == nullptr) {  // derived: name both keys
+    check_config_field(f.name, p + "embedding_length / " + p + "attention.head_count",
+                       c.head_dim, 2, L::kMaxHeadDim);
+  }
+  if (get_dim(f, p + "attention.value_length", c.head_dim, 0, INT_MAX) != c.head_dim) {
     throw LoadError(f.name, p + "attention.value_length", "differs from key_length");
   }
-  if (get_dim(f, p + "rope.dimension_count", c.head_dim) != c.head_dim) {
+  if (get_dim(f, p + "rope.dimension_count", c.head_dim, 0, INT_MAX) != c.head_dim) {
     throw LoadError(f.name, p + "rope.dimension_count",
                     "partial rotary embeddings (rotating fewer than head_dim=" +
                         std::to_string(c.head_dim) + " dimensions) are not supported");

@@ -3,12 +3,12 @@
 #include <cfloat>
 #include <climits>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "common/error.h"
+#include "common/io/input_file.h"
+#include "common/io/json_text.h"
 #include "common/loaders/mapped_file.h"
 #include "common/loaders/safetensors_file.h"
 #include "common/loaders/tensor_decode.h"
@@ -19,16 +19,20 @@ namespace {
 
 using nlohmann::json;
 
+/// An integer key in [lo, hi] (ConfigLimits), checked as it is read, before anything is
+/// derived from it.
 int get_int(const json& cfg, const std::string& file, const char* key,
-            std::optional<int> fallback) {
+            std::optional<int> fallback, int64_t lo = 0, int64_t hi = INT_MAX) {
   if (!cfg.contains(key) || cfg[key].is_null()) {
     if (fallback) return *fallback;
     throw LoadError(file, key, "is missing");
   }
   const json& v = cfg[key];
-  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT_MAX) {
-    throw LoadError(file, key, v.dump() + " is not an integer in [0, INT_MAX]");
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT_MAX))) {
+    throw LoadError(file, key, v.dump() + " is not an integer in [" + std::to_string(lo) + ", " +
+                                   std::to_string(hi) + "]");
   }
+  check_config_field(file, key, v.get<int64_t>(), lo, hi);
   return v.get<int>();
 }
 
@@ -103,41 +107,32 @@ class TensorSource {
   const SafetensorsFile& f_;
 };
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw LoadError(path, "file", "cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// A config.json is a few kilobytes; the limit only stops a huge file before it is read.
+constexpr uint64_t kMaxConfigJsonBytes = 1 << 20;
 
 }  // namespace
 
 ModelConfig parse_hf_config(const std::string& json_text, const std::string& file) {
-  json cfg;
-  try {
-    cfg = json::parse(json_text);
-  } catch (const json::exception& e) {
-    throw LoadError(file, "json", std::string("is not valid JSON: ") + e.what());
-  }
+  const json cfg = parse_json_text(json_text, file);
   if (!cfg.is_object()) throw LoadError(file, "json", "is not a JSON object");
   check_llama_family(cfg, file);
   ModelConfig c;
   c.name = file;
-  c.dim = get_int(cfg, file, "hidden_size", std::nullopt);
-  c.hidden_dim = get_int(cfg, file, "intermediate_size", std::nullopt);
-  c.n_layers = get_int(cfg, file, "num_hidden_layers", std::nullopt);
-  c.n_heads = get_int(cfg, file, "num_attention_heads", std::nullopt);
-  c.n_kv_heads = get_int(cfg, file, "num_key_value_heads", c.n_heads);
+  using L = ConfigLimits;
+  c.dim = get_int(cfg, file, "hidden_size", std::nullopt, 1, L::kMaxDim);
+  c.hidden_dim = get_int(cfg, file, "intermediate_size", std::nullopt, 1, L::kMaxHiddenDim);
+  c.n_layers = get_int(cfg, file, "num_hidden_layers", std::nullopt, 1, L::kMaxLayers);
+  c.n_heads = get_int(cfg, file, "num_attention_heads", std::nullopt, 1, L::kMaxHeads);
+  c.n_kv_heads = get_int(cfg, file, "num_key_value_heads", c.n_heads, 1, c.n_heads);
   if (c.n_heads == 0) throw LoadError(file, "num_attention_heads", "is 0");
   if (!cfg.contains("head_dim") && c.dim % c.n_heads != 0) {
     throw LoadError(file, "num_attention_heads",
                     std::to_string(c.n_heads) + " does not divide hidden_size=" +
                         std::to_string(c.dim) + " and head_dim is absent");
   }
-  c.head_dim = get_int(cfg, file, "head_dim", c.dim / c.n_heads);
-  c.vocab_size = get_int(cfg, file, "vocab_size", std::nullopt);
-  c.max_seq_len = get_int(cfg, file, "max_position_embeddings", std::nullopt);
+  c.head_dim = get_int(cfg, file, "head_dim", c.dim / c.n_heads, 2, L::kMaxHeadDim);
+  c.vocab_size = get_int(cfg, file, "vocab_size", std::nullopt, 1, L::kMaxVocab);
+  c.max_seq_len = get_int(cfg, file, "max_position_embeddings", std::nullopt, 1, L::kMaxSeqLen);
   c.rope_theta = get_positive_float(cfg, file, "rope_theta", 10000.0f);
   c.rope_style = RopeStyle::kRotateHalf;
   c.norm_eps = get_positive_float(cfg, file, "rms_norm_eps", 1e-6f);
@@ -160,7 +155,7 @@ Model load_hf_model(const std::string& dir) {
         weights_path, "file",
         "missing; sharded checkpoints (model.safetensors.index.json) are not supported");
   }
-  const std::string config_text = read_text_file(config_path);
+  const std::string config_text = read_input_file(config_path, "config.json", kMaxConfigJsonBytes);
   const MappedFile weights(weights_path);
   return load_hf_from_memory(config_text, weights.data(), weights.size(), dir);
 }

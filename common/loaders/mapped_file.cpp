@@ -1,39 +1,27 @@
 #include "common/loaders/mapped_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
 #include "common/error.h"
+#include "common/io/input_file.h"
 
 namespace nanoserve {
 
-MappedFile::MappedFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw LoadError(path, "file", std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const std::string why = S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file";
-    ::close(fd);
-    throw LoadError(path, "file", why);
-  }
-  size_ = static_cast<size_t>(st.st_size);
+MappedFile::MappedFile(const std::string& path, const std::string& what) : path_(path) {
+  const InputFile file(path, what);  // a regular file, opened without blocking
+  size_ = static_cast<size_t>(file.size());
   if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, file.fd(), 0);
     if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      throw LoadError(path, "file", std::string("cannot map: ") + std::strerror(err));
+      throw LoadError(path, "file", std::string("cannot map: ") + std::strerror(errno));
     }
     data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);  // the mapping keeps its own reference to the file
-}
+}  // the mapping keeps its own reference to the file once the descriptor closes
 
 MappedFile::~MappedFile() { release(); }
 

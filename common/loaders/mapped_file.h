@@ -15,8 +15,9 @@ namespace nanoserve {
 class MappedFile {
  public:
   /// \brief Maps `path`; throws `LoadError(path, "file", …)` when it cannot be opened, is not
-  /// a regular file, or cannot be mapped.
-  explicit MappedFile(const std::string& path);
+  /// a regular file (a directory, a FIFO: see `InputFile`), or cannot be mapped. `what` names
+  /// the input in those messages.
+  explicit MappedFile(const std::string& path, const std::string& what = "model file");
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

@@ -2,10 +2,10 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "common/data_path.h"
 #include "common/error.h"
+#include "common/io/input_file.h"
 #include "common/loaders/gguf_file.h"
 #include "common/loaders/gguf_loader.h"
 #include "common/loaders/hf_loader.h"
@@ -17,10 +17,10 @@ namespace {
 
 constexpr const char* kSyntheticPrefix = "synthetic:";
 
+// Opened as InputFile: a FIFO or device is refused here, before anything blocks on it.
 bool starts_with_gguf_magic(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  return in.read(magic, 4) && std::memcmp(magic, kGgufMagic, 4) == 0;
+  const std::string magic = InputFile(path, "model file").read_prefix(4);
+  return magic.size() == 4 && std::memcmp(magic.data(), kGgufMagic, 4) == 0;
 }
 
 std::string searched_places(const std::string& spec) {

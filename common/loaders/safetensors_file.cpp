@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/io/json_text.h"
 #include "common/loaders/byte_reader.h"
 
 namespace nanoserve {
@@ -99,9 +100,10 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::s
 
   json header;
   try {
-    header = json::parse(text, text + header_len);
-  } catch (const json::exception& e) {
-    in.fail("header", std::string("is not valid JSON: ") + e.what());
+    header = parse_json_text(std::string_view(text, header_len), name);
+  } catch (const LoadError& e) {
+    // Reported as the header's problem; the detail keeps the line ("NAME:LINE: json: …").
+    in.fail("header", e.what());
   }
   if (!header.is_object()) in.fail("header", "is not a JSON object");
   for (const auto& [key, value] : header.items()) {

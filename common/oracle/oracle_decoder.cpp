@@ -4,7 +4,8 @@
 
 namespace nanoserve::oracle {
 
-OracleDecoder::OracleDecoder(const Model& model) : model_(model), kv_(model.config) {}
+OracleDecoder::OracleDecoder(const Model& model, int capacity)
+    : model_(model), kv_(model.config, capacity) {}
 
 void OracleDecoder::reset() { kv_.set_length(0); }
 

@@ -1,10 +1,10 @@
 #include "common/quant/quant_io.h"
 
 #include <cstring>
-#include <fstream>
 #include <map>
 
 #include "common/error.h"
+#include "common/io/output_file.h"
 #include "common/loaders/byte_reader.h"
 #include "common/loaders/mapped_file.h"
 #include "common/loaders/tensor_decode.h"
@@ -146,9 +146,7 @@ std::vector<uint8_t> serialize_quantized_model(const QuantizedModel& model) {
 
 void save_quantized_model(const QuantizedModel& model, const std::string& path) {
   const std::vector<uint8_t> bytes = serialize_quantized_model(model);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-  if (!out) throw InvalidArgument("save_quantized_model: cannot write " + path);
+  write_output_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 // ---------------------------------------------------------------------------------- reading
@@ -337,7 +335,7 @@ QuantizedModel load_quantized_model_from_memory(const uint8_t* data, size_t size
 }
 
 QuantizedModel load_quantized_model(const std::string& path) {
-  const MappedFile file(path);
+  const MappedFile file(path, "quantized model");
   return load_quantized_model_from_memory(file.data(), file.size(), path);
 }
 

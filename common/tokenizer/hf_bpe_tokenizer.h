@@ -138,13 +138,24 @@ class HfBpeTokenizer final : public Tokenizer {
 /// Only the subset described above is accepted; any other normalizer, pre-tokenizer, model
 /// type or option (dropout, regex patterns, lstrip/rstrip added tokens, ignore_merges, …)
 /// is a `LoadError` naming the JSON field, rather than a silently different tokenization.
-std::unique_ptr<HfBpeTokenizer> load_hf_tokenizer(const std::string& path);
+///
+/// Limits, checked before the vocabulary is built: the file is at most 64 MiB, the JSON nests
+/// at most `kMaxJsonDepth` levels, and the vocabulary has at most `max_vocab` tokens (the
+/// model's embedding rows when a model is known, else `kMaxHfVocab`) — enforced while parsing
+/// by bounding the number of JSON values, so a file claiming millions of tokens is refused
+/// before their tree is in memory.
+std::unique_ptr<HfBpeTokenizer> load_hf_tokenizer(const std::string& path, int max_vocab = 0);
+
+/// \brief The vocabulary limit of a `tokenizer.json` read without a model: 2^18 = 262,144
+/// tokens, above every Llama-family vocabulary in use (Llama 3: 128,256; Qwen2.5: 151,936).
+inline constexpr int kMaxHfVocab = 1 << 18;
 
 /// \brief `load_hf_tokenizer` on texts already in memory; the names are used in messages
-/// (the fuzz target calls this).
+/// (the fuzz target calls this); `max_vocab` as for `load_hf_tokenizer`.
 std::unique_ptr<HfBpeTokenizer> parse_hf_tokenizer(std::string_view tokenizer_json,
                                                    const std::string& tokenizer_name,
                                                    std::string_view config_json,
-                                                   const std::string& config_name);
+                                                   const std::string& config_name,
+                                                   int max_vocab = 0);
 
 }  // namespace nanoserve

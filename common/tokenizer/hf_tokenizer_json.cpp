@@ -1,14 +1,14 @@
 // Reads Hugging Face `tokenizer.json` into an HfBpeSpec: exactly the subset TinyStories-656K
 // uses, and a LoadError naming the JSON field for anything else.
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
 #include "common/error.h"
+#include "common/io/input_file.h"
+#include "common/io/json_text.h"
 #include "common/tokenizer/hf_bpe_tokenizer.h"
 
 namespace nanoserve {
@@ -16,9 +16,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kMaxJsonDepth = 64;              // tokenizer.json nests 5 deep
-constexpr int64_t kMaxVocab = 1 << 24;         // ids must fit comfortably in int
-constexpr uint64_t kMaxJsonBytes = 256ull << 20;  // ~30× the largest common tokenizer.json
+constexpr uint64_t kMaxJsonBytes = 64ull << 20;  // ~7× Llama 3's tokenizer.json (9 MB)
+// tokenizer_config.json is a few kilobytes (plus a chat template).
+constexpr uint64_t kMaxConfigBytes = 4ull << 20;
 
 // A JSON value for an error message, cut to a readable length.
 std::string brief(const json& j) {
@@ -73,20 +73,13 @@ class Reader {
   std::string file_;
 };
 
-json parse_json(std::string_view text, const std::string& file) {
-  // The parser builds nested values iteratively, but a bound keeps hostile input from
-  // producing pathological trees (and the error names the depth).
-  json::parser_callback_t limit_depth = [&](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxJsonDepth) {
-      throw LoadError(file, "json", "nesting deeper than " + std::to_string(kMaxJsonDepth));
-    }
-    return true;
-  };
-  try {
-    return json::parse(text.begin(), text.end(), limit_depth);
-  } catch (const json::exception& e) {
-    throw LoadError(file, "json", e.what());
-  }
+// The elements a tokenizer.json of `max_vocab` tokens holds: a vocab entry is a key and a
+// value, a merge at most an array and two strings, and everything else is small.
+JsonLimits tokenizer_limits(int max_vocab) {
+  JsonLimits l;
+  l.max_elements = 5 * uint64_t(max_vocab) + 65536;
+  l.elements_reason = "for a tokenizer of at most " + std::to_string(max_vocab) + " tokens";
+  return l;
 }
 
 // A `String` pattern ({"String": "x"}); regex patterns are not implemented.
@@ -163,7 +156,7 @@ void parse_decoder(const Reader& r, const json& root, HfBpeSpec& spec) {
   });
 }
 
-void parse_model(const Reader& r, const json& root, HfBpeSpec& spec,
+void parse_model(const Reader& r, const json& root, int max_vocab, HfBpeSpec& spec,
                  std::unordered_map<std::string, int>& ids) {
   const json& m = r.at(root, "", "model");
   if (const std::string type = r.string(r.at(m, "model", "type"), "model.type"); type != "BPE") {
@@ -187,7 +180,10 @@ void parse_model(const Reader& r, const json& root, HfBpeSpec& spec,
 
   const json& vocab = r.at(m, "model", "vocab");
   if (!vocab.is_object() || vocab.empty()) r.fail("model.vocab", "is not a non-empty object");
-  if (int64_t(vocab.size()) > kMaxVocab) r.fail("model.vocab", "has more than 2^24 entries");
+  if (vocab.size() > size_t(max_vocab)) {
+    r.fail("model.vocab", std::to_string(vocab.size()) + " tokens exceed the limit of " +
+                              std::to_string(max_vocab));
+  }
   spec.vocab.assign(vocab.size(), std::string());
   std::vector<bool> seen(vocab.size(), false);
   for (const auto& [piece, id_json] : vocab.items()) {
@@ -270,26 +266,12 @@ int special_token(const Reader& r, const json& config, const char* key,
   return it->second;
 }
 
-std::string read_text_file(const std::string& path, const std::string& why) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw LoadError(path, "file", "cannot be opened" + why);
-  const std::streamoff size = in.tellg();
-  if (size < 0 || uint64_t(size) > kMaxJsonBytes) {
-    throw LoadError(path, "file", "size " + std::to_string(size) + " bytes is outside [0, " +
-                                      std::to_string(kMaxJsonBytes) + "]");
-  }
-  std::string text(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  if (!in.read(text.data(), size)) throw LoadError(path, "file", "read failed");
-  return text;
-}
-
 std::unique_ptr<HfBpeTokenizer> parse_checked(std::string_view tokenizer_json,
                                               const std::string& tokenizer_name,
                                               std::string_view config_json,
-                                              const std::string& config_name) {
+                                              const std::string& config_name, int max_vocab) {
   const Reader r(tokenizer_name);
-  const json root = parse_json(tokenizer_json, tokenizer_name);
+  const json root = parse_json_text(tokenizer_json, tokenizer_name, 1, tokenizer_limits(max_vocab));
   if (!root.is_object()) r.fail("json", "the top level is not an object");
   for (const char* key : {"truncation", "padding"}) {
     if (const json* v = r.find(root, "", key)) r.fail(key, brief(*v) + " is not supported (null)");
@@ -307,13 +289,13 @@ std::unique_ptr<HfBpeTokenizer> parse_checked(std::string_view tokenizer_json,
   }
   HfBpeSpec spec;
   std::unordered_map<std::string, int> ids;
-  parse_model(r, root, spec, ids);
+  parse_model(r, root, max_vocab, spec, ids);
   parse_normalizer(r, root, spec);
   parse_decoder(r, root, spec);
   parse_added_tokens(r, root, spec);
 
   const Reader rc(config_name);
-  const json config = parse_json(config_json, config_name);
+  const json config = parse_json_text(config_json, config_name);
   if (!config.is_object()) rc.fail("json", "the top level is not an object");
   spec.bos_id = special_token(rc, config, "bos_token", ids);
   spec.eos_id = special_token(rc, config, "eos_token", ids);
@@ -325,23 +307,30 @@ std::unique_ptr<HfBpeTokenizer> parse_checked(std::string_view tokenizer_json,
 std::unique_ptr<HfBpeTokenizer> parse_hf_tokenizer(std::string_view tokenizer_json,
                                                    const std::string& tokenizer_name,
                                                    std::string_view config_json,
-                                                   const std::string& config_name) {
+                                                   const std::string& config_name,
+                                                   int max_vocab) {
+  if (max_vocab < 0 || max_vocab > (1 << 24)) {
+    throw InvalidArgument("parse_hf_tokenizer: max_vocab = " + std::to_string(max_vocab) +
+                          " is outside [0, 2^24] (0: kMaxHfVocab)");
+  }
   try {
-    return parse_checked(tokenizer_json, tokenizer_name, config_json, config_name);
+    return parse_checked(tokenizer_json, tokenizer_name, config_json, config_name,
+                         max_vocab == 0 ? kMaxHfVocab : max_vocab);
   } catch (const json::exception& e) {  // a check parse_checked missed: still a LoadError
     throw LoadError(tokenizer_name, "json", e.what());
   }
 }
 
-std::unique_ptr<HfBpeTokenizer> load_hf_tokenizer(const std::string& path) {
-  const std::string text = read_text_file(path, "");
+std::unique_ptr<HfBpeTokenizer> load_hf_tokenizer(const std::string& path, int max_vocab) {
+  const std::string text = read_input_file(path, "tokenizer", kMaxJsonBytes);
   const size_t slash = path.find_last_of('/');
   const std::string config_path =
       (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
       "tokenizer_config.json";
-  const std::string config = read_text_file(
-      config_path, " (it names bos_token and eos_token for " + path + ")");
-  return parse_hf_tokenizer(text, path, config, config_path);
+  const std::string config = read_input_file(
+      config_path, "tokenizer_config.json (it names bos_token and eos_token for " + path + ")",
+      kMaxConfigBytes);
+  return parse_hf_tokenizer(text, path, config, config_path, max_vocab);
 }
 
 }  // namespace nanoserve

@@ -4,11 +4,11 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <utility>
 
 #include "common/error.h"
+#include "common/io/input_file.h"
 #include "common/tokenizer/llama_tokenizer.h"
 
 namespace nanoserve {
@@ -112,20 +112,9 @@ std::unique_ptr<LlamaTokenizer> parse_llama2c_tokenizer(const uint8_t* data, siz
 
 std::unique_ptr<LlamaTokenizer> load_llama2c_tokenizer(const std::string& path,
                                                        int expected_vocab_size) {
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file) throw LoadError(path, "file", "cannot be opened");
-  const std::streamoff size = file.tellg();
-  if (size < 0 || static_cast<uint64_t>(size) > kMaxTokenizerFileBytes) {
-    throw LoadError(path, "file",
-                    "size " + std::to_string(size) + " bytes is outside [0, " +
-                        std::to_string(kMaxTokenizerFileBytes) + "] for a tokenizer");
-  }
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  file.seekg(0);
-  if (!file.read(reinterpret_cast<char*>(bytes.data()), size)) {
-    throw LoadError(path, "file", "read failed");
-  }
-  return parse_llama2c_tokenizer(bytes.data(), bytes.size(), expected_vocab_size, path);
+  const std::string bytes = read_input_file(path, "tokenizer", kMaxTokenizerFileBytes);
+  return parse_llama2c_tokenizer(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                                 expected_vocab_size, path);
 }
 
 std::unique_ptr<LlamaTokenizer> make_gguf_llama_tokenizer(const std::string& file,

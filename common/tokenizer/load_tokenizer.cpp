@@ -24,7 +24,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path, int expected_
                     "a GGUF vocabulary is read with its model (make_gguf_llama_tokenizer)");
   }
   if (!ends_with(path, ".json")) return load_llama2c_tokenizer(path, expected_vocab_size);
-  std::unique_ptr<HfBpeTokenizer> tok = load_hf_tokenizer(path);
+  std::unique_ptr<HfBpeTokenizer> tok = load_hf_tokenizer(path, expected_vocab_size);
   if (expected_vocab_size > 0 && tok->vocab_size() > expected_vocab_size) {
     throw LoadError(path, "model.vocab",
                     std::to_string(tok->vocab_size()) + " tokens but the model has only " +

@@ -1,6 +1,7 @@
 // The memory half of the simulated CUDA runtime: cudaMalloc/Free/Memcpy/Memset and pinned
 // host memory. Definitions match the declarations of the real cuda_runtime_api.h, so host code
 // links against these instead of -lcudart. All "asynchronous" variants complete before returning.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,9 +20,18 @@ std::string hex(const void* ptr) {
   return text;
 }
 
+// The simulated device's memory: the machine's physical memory, or the process's address-space
+// limit (`ulimit -v`) when that is lower — device memory is host memory here, so a size
+// checked against cudaMemGetInfo is checked against what the process can really get.
 std::size_t physical_memory_bytes() {
-  return static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
-         static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t physical = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
+                               static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      limit.rlim_cur < physical) {
+    return static_cast<std::size_t>(limit.rlim_cur);
+  }
+  return physical;
 }
 
 // Empty if [ptr, ptr+count) lies inside one live device allocation, else why not.

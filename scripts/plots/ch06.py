@@ -39,15 +39,19 @@ def plot_ch06(report, out_dir, tables_dir):
 
 def ch06_results_table(report):
     """The tutorial's table: every kernel row (sweep, then the warning cases)."""
-    head = ["| case | draft | γ | α | tokens/forward | c (measured) | verify cost | speedup "
-            "measured | predicted (c) | predicted (verify cost) | predicted (c = bytes) |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    head = ["| case | draft | γ | α | tokens/forward | predicted tokens/forward | empty rounds | "
+            "c (measured) | verify cost | speedup measured | predicted (c) | "
+            "predicted (verify cost) | predicted (c = bytes) |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines = list(head)
     for table in ("sweep", "warning"):
         rows = [r for r in records(report, table) if r.get("path") == "kernels"]
         for r in rows:
             lines.append(f"| {r['case']} | {r['draft']} | {r['gamma']} | {r['alpha']:.2f} | "
-                         f"{r['tokens_per_forward']:.2f} | {r['c']:.2f} | {r['verify_cost']:.2f} | "
+                         f"{r['tokens_per_forward']:.2f} | "
+                         f"{r.get('predicted_tokens_per_forward', float('nan')):.2f} | "
+                         f"{100 * r.get('empty_rounds', float('nan')):.0f}% | "
+                         f"{r['c']:.2f} | {r['verify_cost']:.2f} | "
                          f"{r['measured_speedup']:.2f} | {r['predicted_speedup']:.2f} | "
                          f"{r['predicted_with_verify']:.2f} | {r['predicted_at_bytes']:.2f} |")
     lines += ["", f"Through the kernels on {report.get('device', '?')} ({device_label(report)}); "

@@ -43,6 +43,6 @@ add_test(NAME ch04.bad_trace
          COMMAND ${CH04_EXPECT_FAILURE} "not found|does not exist|File does not exist" ${CH04}
                  --trace missing_trace.jsonl)
 add_test(NAME ch04.bad_rate_zero
-         COMMAND ${CH04_EXPECT_FAILURE} "workload rate = 0" ${CH04} --model synthetic:tiny --rate 0)
+         COMMAND ${CH04_EXPECT_FAILURE} "--rate: '0' is not a number in \\(0, inf\\]" ${CH04} --model synthetic:tiny --rate 0)
 set_tests_properties(ch04.bad_rate ch04.bad_num_blocks ch04.bad_trace ch04.bad_rate_zero
   PROPERTIES LABELS "${CH04_LABELS}")

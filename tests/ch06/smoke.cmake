@@ -25,7 +25,7 @@ add_test(NAME ch06.draft_deeper_than_target
          COMMAND ${CH06_EXPECT_FAILURE} "k = 9 is outside \\[1, n_layers = 4\\]" ${CH06}
                  --model synthetic:tiny --drafts layers-9 --gammas 1 --tokens 2)
 add_test(NAME ch06.bad_gamma
-         COMMAND ${CH06_EXPECT_FAILURE} "--gammas: 0 is outside" ${CH06} --model synthetic:tiny
+         COMMAND ${CH06_EXPECT_FAILURE} "--gammas: Value 0 not in range 1 to 63" ${CH06} --model synthetic:tiny
                  --gammas 0)
 add_test(NAME ch06.unknown_flag
          COMMAND ${CH06_EXPECT_FAILURE} "not expected" ${CH06} --bogus)

@@ -264,9 +264,11 @@ TEST(GgufLoaderBadInput, AbsurdOrInconsistentDimensionsAreRejected) {
     patch<uint32_t>(bytes, find_gguf_string(bytes, key) + key.size() + 4, value);
     return bytes;
   };
-  expect_load_error([&] { load(with_u32("llama.block_count", 1u << 30)); }, kFile, "n_layers");
+  // A field outside its range is named by its GGUF key, as it is read.
+  expect_load_error([&] { load(with_u32("llama.block_count", 1u << 30)); }, kFile,
+                    "llama.block_count", "outside [1, 1024]");
   expect_load_error([&] { load(with_u32("llama.attention.head_count_kv", 3)); }, kFile,
-                    "n_kv_heads");
+                    "llama.attention.head_count_kv");
   expect_load_error([&] { load(with_u32("llama.rope.dimension_count", 2)); }, kFile,
                     "llama.rope.dimension_count", "partial rotary");
   expect_load_error([&] { load(with_u32("llama.embedding_length", 16)); }, kFile,

@@ -159,7 +159,8 @@ TEST(HfLoaderBadInput, NanWeightNamesTheTensor) {
 
 TEST(HfLoaderBadInput, ConfigThatIsNotJsonOrNotALlamaIsRejected) {
   const std::vector<uint8_t> st = good().safetensors;
-  expect_load_error([&] { load("{\"hidden_size\": 8,", st); }, kConfig, "json", "not valid JSON");
+  expect_load_error([&] { load("{\"hidden_size\": 8,", st); }, kConfig + ":1", "json",
+                    "not valid JSON");
   expect_load_error([&] { load("[1, 2]", st); }, kConfig, "json", "not a JSON object");
   expect_load_error(
       [&] {
@@ -190,11 +191,11 @@ TEST(HfLoaderBadInput, MissingAbsurdOrInconsistentConfigValuesAreRejected) {
                     kConfig, "hidden_size", "is missing");
   expect_load_error(
       [&] { load(with_config([](json& c) { c["num_hidden_layers"] = 1 << 30; }), st); }, kConfig,
-      "n_layers");
+      "num_hidden_layers", "outside [1, 1024]");
   expect_load_error([&] { load(with_config([](json& c) { c["num_hidden_layers"] = "2"; }), st); },
                     kConfig, "num_hidden_layers", "not an integer");
   expect_load_error([&] { load(with_config([](json& c) { c["num_key_value_heads"] = 3; }), st); },
-                    kConfig, "n_kv_heads");
+                    kConfig, "num_key_value_heads");
   expect_load_error([&] { load(with_config([](json& c) { c["rms_norm_eps"] = -1; }), st); },
                     kConfig, "rms_norm_eps", "not a positive finite number");
   expect_load_error(

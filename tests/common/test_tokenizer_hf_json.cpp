@@ -65,10 +65,12 @@ TEST(HfTokenizerJson, NullNormalizerAndDecoderMeanIdentity) {
 }
 
 TEST(HfTokenizerJson, RejectsMalformedJson) {
-  expect_error("{not json", "tokenizer.json", "json");
+  // Syntax errors and excess nesting name the line ("FILE:LINE"); a valid value of the wrong
+  // kind names the file.
+  expect_error("{not json", "tokenizer.json:1", "json");
   expect_error("[1, 2]", "tokenizer.json", "json");
-  expect_error(std::string(200, '[') + std::string(200, ']'), "tokenizer.json", "json");
-  expect_error(tiny_json().dump(), "tokenizer_config.json", "json", "{\"bos_token\": ");
+  expect_error(std::string(200, '[') + std::string(200, ']'), "tokenizer.json:1", "json");
+  expect_error(tiny_json().dump(), "tokenizer_config.json:1", "json", "{\"bos_token\": ");
 }
 
 struct Case {

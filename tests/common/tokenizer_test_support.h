@@ -17,10 +17,11 @@
 
 namespace nanoserve::testing {
 
-/// Path of a committed fixture under tests/data/ (absolute, from tests/CMakeLists.txt, so the
-/// tests run from any working directory).
+/// Path of a committed fixture under tests/data/, absolute (tests/CMakeLists.txt defines the
+/// directory), so the tests run from any working directory. `__FILE__` is not enough: ccache
+/// with `base_dir` set rewrites it to a path relative to the build directory.
 inline std::string fixture_path(const std::string& name) {
-  return std::string(NANOSERVE_TEST_DATA_DIR) + "/" + name;
+  return std::string(NANOSERVE_TESTS_DIR) + "/data/" + name;
 }
 
 inline std::string read_text(const std::string& path) {

@@ -4,6 +4,7 @@
 /// preset) or the CPU simulator of CUDA (sim preset) — never to be confused, because the
 /// simulator's timings are CPU timings (docs/design.md, "Measured, simulated, modeled").
 
+#include <cstddef>
 #include <string>
 
 namespace nanoserve::engine {
@@ -19,5 +20,16 @@ bool device_available();
 /// (e.g. "NVIDIA H200"), or "CPU simulator (<simulator name>)" in the sim build. Throws
 /// `Error` with the CUDA error when no device is usable.
 std::string device_name();
+
+/// \brief Bytes of device memory free now (`cudaMemGetInfo`; in the simulator, the machine's
+/// physical memory less what the simulated device holds). Throws `Error` when no device is
+/// usable.
+std::size_t free_device_memory();
+
+/// \brief Throws `InvalidArgument("WHAT needs N of device memory, but only M is free on
+/// DEVICE")` unless `bytes` fit in what is free now, so a size from a flag or a file is
+/// refused with its name before `cudaMalloc` fails with an internal one. `bytes` < 0 counts
+/// as not fitting (an overflowed product).
+void check_device_memory(double bytes, const std::string& what);
 
 }  // namespace nanoserve::engine
