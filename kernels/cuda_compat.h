@@ -3,7 +3,7 @@
 /// \brief The one header kernel files include: the same CUDA source compiles with nvcc for a GPU
 /// (`cuda` preset) or with g++ against the CPU simulator in kernels/sim (`sim`, `asan` presets).
 ///
-/// What a kernel file may use beyond plain CUDA C++ (DESIGN.md, "Rules for kernel authors"):
+/// What a kernel file may use beyond plain CUDA C++ (docs/design.md, "Rules for kernel authors"):
 /// - `launch(kernel, grid, block, smem_bytes, stream, args...)` instead of `<<<…>>>`;
 /// - `NS_DYNAMIC_SHARED(T, name)` instead of `extern __shared__ T name[]`;
 /// - `CUDA_CHECK(expr)` around every runtime call.

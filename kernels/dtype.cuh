@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// \brief Storage types of weights, activations and KV (fp32, fp16, bf16) and their exact
-/// conversions to and from the fp32 that every kernel accumulates in (DESIGN.md, "Numbers and
+/// conversions to and from the fp32 that every kernel accumulates in (docs/design.md, "Numbers and
 /// precision"). Included by kernel files (after cuda_compat.h) and by host code that fills
 /// device buffers.
 

@@ -2,7 +2,7 @@
 /// \file
 /// \brief Host-side argument checks shared by the kernel launchers: a bad size, head count or
 /// version number is a `std::invalid_argument` naming the launcher, the argument and its value,
-/// thrown before anything is launched (DESIGN.md, "Bad input"). Kernels stay a leaf of the
+/// thrown before anything is launched (docs/design.md, "Bad input"). Kernels stay a leaf of the
 /// project, so these use the standard exception rather than common/error.h.
 
 #include <cstddef>

@@ -12,7 +12,7 @@
 ///   X (rows, in_dim)     fp32, row-major: one input vector per row (token or sequence)
 ///   Y (rows, out_dim)    fp32, row-major: Y = X Wᵀ, i.e. y_r = W x_r for every row r
 /// ```
-/// Every product is accumulated in fp32 (DESIGN.md, "Numbers and precision").
+/// Every product is accumulated in fp32 (docs/design.md, "Numbers and precision").
 
 #include <cstdint>
 #include <stdexcept>

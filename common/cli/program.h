@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// \brief The frame of every program's `main` (STYLE.md, convention 11): parse the command
+/// \brief The frame of every program's `main` (docs/style.md, convention 11): parse the command
 /// line, run, and turn any exception into one line on stderr and a non-zero exit — and only
 /// then report success, after stdout has been flushed and closed without error (a full disk
 /// or a closed pipe is a failure, not exit 0 over output that was never written).

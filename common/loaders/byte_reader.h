@@ -3,7 +3,7 @@
 /// \brief `ByteReader`: the bounds-checked cursor every checkpoint loader reads through.
 ///
 /// A corrupt or hostile file must never make a loader read out of bounds, wrap an offset
-/// around, or allocate a giant buffer (DESIGN.md, "Bad input"). So loaders never touch raw
+/// around, or allocate a giant buffer (docs/design.md, "Bad input"). So loaders never touch raw
 /// pointers: every read names the field it is reading, and anything that does not fit in the
 /// file becomes `LoadError(file, field, "needs N bytes at offset X, but the file has S")`.
 /// Sizes computed from header fields go through `checked_mul` / `checked_add` first.

@@ -2,7 +2,7 @@
 /// \file
 /// \brief Synthetic Llama models by name: real published shapes with deterministic random
 /// weights. They exercise every code path and benchmark realistic sizes, but their text is
-/// meaningless (DESIGN.md, "Models").
+/// meaningless (docs/design.md, "Models").
 ///
 /// | name                   | dim  | hidden | layers | heads | kv | vocab  | ctx  | theta |
 /// |------------------------|------|--------|--------|-------|----|--------|------|-------|

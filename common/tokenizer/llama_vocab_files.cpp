@@ -1,5 +1,5 @@
 // The two sources of a LlamaVocab: llama2.c's tokenizer.bin and GGUF metadata arrays.
-// Everything is validated before it is trusted (DESIGN.md, "Bad input"): a length is checked
+// Everything is validated before it is trusted (docs/design.md, "Bad input"): a length is checked
 // against the bytes that remain before anything is allocated or read.
 
 #include <cmath>

@@ -24,7 +24,7 @@
 
 /// \brief Static shared memory: one copy per OS thread, i.e. per running block (and per template
 /// instantiation, as with nvcc). Like on a GPU, it keeps the previous block's values. No
-/// initializers on `__shared__` variables (DESIGN.md, kernel rule 4).
+/// initializers on `__shared__` variables (docs/design.md, kernel rule 4).
 ///
 /// Under ASan the simulator runs every block on one OS thread and maps `__shared__` to a plain
 /// `static`, because ASan puts redzones around globals but not around `thread_local`s: that is
