@@ -12,16 +12,16 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  std::vector<harness::TraceRequest> trace;
+  std::vector<nanoserve::harness::TraceRequest> trace;
   try {
-    trace = nanoserve::parse_trace(text, "fuzz.jsonl");
+    trace = nanoserve::harness::parse_trace(text, "fuzz.jsonl");
   } catch (const nanoserve::Error&) {
     return 0;  // rejected with a message: the expected outcome for malformed input
   }
   // Round trip: what the loader accepted, the writer writes, and the loader reads it back.
   static const std::string path = "/tmp/fuzz_trace_" + std::to_string(getpid()) + ".jsonl";
-  nanoserve::write_trace(path, trace);
-  if (!(harness::load_trace(path) == trace)) {
+  nanoserve::harness::write_trace(path, trace);
+  if (!(nanoserve::harness::load_trace(path) == trace)) {
     std::fprintf(stderr, "fuzz_trace: a written trace read back differently\n");
     __builtin_trap();
   }
