@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev       # JSON results, config.json, tokenizer.json
   libboost-context-dev     # fibers of the CUDA simulator
   libxxhash-dev            # prefix-cache block hashes
+  ccache                   # scripts/test.sh: one compiler cache for the sim and cuda presets
   doxygen graphviz         # documentation
   clang libclang-rt-dev    # libFuzzer targets for the loaders
   python3 python3-matplotlib  # scripts/plot_results.py (tutorial plots from JSON results)
