@@ -1,12 +1,19 @@
 # Test areas beyond `common` (included by tests/CMakeLists.txt).
 
 # kernels: tests/kernels/*.cpp -> test_kernels, label `kernels`; nanoserve_common provides the
-# oracle every kernel is checked against. Files hold kernels, so in the
-# cuda build they are compiled by nvcc and every test also carries the `gpu` label (each skips
-# when no device is present); simulator-only tests are compiled out there.
+# oracle every kernel is checked against. In the cuda build the files that define kernels of
+# their own (`__global__`, `<<<`) or include device code (`.cuh`) are compiled by nvcc, the
+# others (which only call the launchers of kernels/) by the host compiler, which is faster; every
+# test also carries the `gpu` label (each skips when no device is present); simulator-only tests
+# are compiled out there.
 if(NANOSERVE_BACKEND STREQUAL "cuda")
   file(GLOB NANOSERVE_KERNEL_TESTS CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/kernels/*.cpp")
-  set_source_files_properties(${NANOSERVE_KERNEL_TESTS} PROPERTIES LANGUAGE CUDA)
+  foreach(test_source IN LISTS NANOSERVE_KERNEL_TESTS)
+    file(READ "${test_source}" test_text)
+    if(test_text MATCHES "__global__|<<<|\\.cuh\"")
+      set_source_files_properties("${test_source}" PROPERTIES LANGUAGE CUDA)
+    endif()
+  endforeach()
   nanoserve_add_test_area(kernels LIBS nanoserve_kernels nanoserve_common LABELS gpu)
 else()
   nanoserve_add_test_area(kernels LIBS nanoserve_kernels nanoserve_common)
@@ -56,6 +63,6 @@ if(TARGET bench_kernels)
     set(NS_BENCH_KERNELS_LABELS "kernels")
   endif()
   nanoserve_smoke_test(bench_kernels.smoke LABELS ${NS_BENCH_KERNELS_LABELS}
-    JSON RECORDS "*:kernel,version,dtype,shape,ms,min_ms,gbps,gflops,pct_of_copy_bw,backend,device,git_sha"
+    JSON RECORDS "*:kernel,version,dtype,shape,ms,min_ms,gbps,gflops,pct_of_copy_bw,backend,device,git_sha,git_dirty"
     COMMAND $<TARGET_FILE:bench_kernels> --quick)
 endif()

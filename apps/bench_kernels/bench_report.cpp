@@ -55,8 +55,8 @@ double compute_rates(std::vector<ResultRow>& rows) {
 
 void print_table(std::FILE* out, const RunInfo& info, double copy_gbps,
                  const std::vector<ResultRow>& rows) {
-  std::fprintf(out, "bench_kernels  device: %s  backend: %s  git: %s\n", info.device.c_str(),
-               info.backend.c_str(), info.git_sha.c_str());
+  std::fprintf(out, "bench_kernels  device: %s  backend: %s  git: %s%s\n", info.device.c_str(),
+               info.backend.c_str(), info.git_sha.c_str(), info.git_dirty ? " (dirty)" : "");
   if (info.backend == "sim") {
     std::fprintf(out,
                  "NOTE: CUDA simulator. These are CPU timings of the simulator running the kernels "
@@ -104,7 +104,8 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                        {"l2_flush_bytes", info.l2_flush_bytes},
                        {"backend", info.backend},
                        {"device", info.device},
-                       {"git_sha", info.git_sha}});
+                       {"git_sha", info.git_sha},
+                       {"git_dirty", info.git_dirty}});
   }
   write_output_file(path, records.dump(2) + "\n");
 }

@@ -18,6 +18,7 @@ struct RunInfo {
   std::string backend;              ///< "cuda" (a GPU) or "sim" (the CPU simulator)
   std::string device;               ///< cudaDeviceProp::name
   std::string git_sha;              ///< the source version measured
+  bool git_dirty = true;            ///< the tree had changes git_sha lacks (or not known)
   std::size_t l2_flush_bytes = 0;   ///< bytes written before each repetition (0: no flush)
 };
 

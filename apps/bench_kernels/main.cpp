@@ -20,6 +20,7 @@
 #include "common/cli/cli_checks.h"
 #include "common/cli/program.h"
 #include "common/io/output_file.h"
+#include "common/report.h"
 #include "kernels/dtype.cuh"
 
 #ifndef NANOSERVE_GIT_SHA
@@ -38,19 +39,12 @@ struct Args {
   std::string json_path;
 };
 
-// The sha CMake found at configure time, unless NANOSERVE_GIT_SHA overrides it (a binary copied
-// to a GPU machine, or a tree changed since configuring).
-std::string git_sha() {
-  const char* env = std::getenv("NANOSERVE_GIT_SHA");
-  return env != nullptr && *env != '\0' ? env : NANOSERVE_GIT_SHA;
-}
-
 RunInfo run_info(std::size_t flush_bytes) {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return {NANOSERVE_REAL_CUDA ? "cuda" : "sim", prop.name, git_sha(), flush_bytes};
+  return {NANOSERVE_REAL_CUDA ? "cuda" : "sim", prop.name, git_sha(), git_dirty(), flush_bytes};
 }
 
 bool selected(const std::vector<std::string>& filter, const std::string& value) {
