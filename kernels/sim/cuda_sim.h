@@ -2,7 +2,8 @@
 /// \file
 /// \brief The CUDA simulator as kernel code sees it (included by kernels/cuda_compat.h when the
 /// kernels are compiled as C++): built-in variables, barriers, warp intrinsics, atomics, device
-/// math, host versions of device-only half math, and the launch entry point.
+/// math, host versions of device-only half math, tensor cores (`nvcuda::wmma`), and the launch
+/// entry point.
 ///
 /// Deliberately light: no Boost, no scheduler — those live in the simulator's .cpp files, so a
 /// kernel file compiles about as fast as a plain C++ file.
@@ -14,3 +15,4 @@
 #include "kernels/sim/launch.h"
 #include "kernels/sim/sync_ops.h"
 #include "kernels/sim/warp_ops.h"
+#include "kernels/sim/wmma.h"
