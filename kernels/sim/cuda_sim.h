@@ -8,8 +8,10 @@
 /// Deliberately light: no Boost, no scheduler — those live in the simulator's .cpp files, so a
 /// kernel file compiles about as fast as a plain C++ file.
 
+#include "kernels/sim/active_mask.h"
 #include "kernels/sim/atomics.h"
 #include "kernels/sim/builtins.h"
+#include "kernels/sim/cooperative_groups.h"
 #include "kernels/sim/device_math.h"
 #include "kernels/sim/half_math.h"
 #include "kernels/sim/launch.h"
