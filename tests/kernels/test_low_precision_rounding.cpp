@@ -6,6 +6,7 @@
 // checks the hardware against the same reference.
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -17,7 +18,28 @@
 namespace nanoserve {
 namespace {
 
-using LowPrecisionRounding = testing::DeviceTest;
+// Element-wise kernels: the order in which blocks run cannot change a result, so the second,
+// reverse-order ctest run of the kernel tests (tests/CMakeAreas.cmake) skips these instead of
+// repeating the same arithmetic.
+class LowPrecisionRounding : public testing::DeviceTest {
+ protected:
+  void SetUp() override {
+    testing::DeviceTest::SetUp();
+    const char* order = std::getenv("NANOSERVE_SIM_ORDER");
+    if (!NANOSERVE_REAL_CUDA && order != nullptr && std::strcmp(order, "reverse") == 0) {
+      GTEST_SKIP() << "order-independent; run once, in the forward order";
+    }
+  }
+};
+
+// Random sample sizes: smaller under AddressSanitizer, which makes this arithmetic ~3x slower.
+#if defined(NANOSERVE_ASAN)
+constexpr int kArithmeticSample = 1 << 15;
+constexpr int kRandomFloats = 10000;
+#else
+constexpr int kArithmeticSample = 1 << 17;
+constexpr int kRandomFloats = 50000;
+#endif
 
 // ---- device side ----------------------------------------------------------------------------
 
@@ -465,7 +487,7 @@ void check_from_float() {
     }
   }
   std::mt19937 rng(1234);
-  for (int i = 0; i < 50000; ++i) {
+  for (int i = 0; i < kRandomFloats; ++i) {
     const std::uint32_t bits = rng();
     float f;
     std::memcpy(&f, &bits, 4);
@@ -648,10 +670,10 @@ TEST_F(LowPrecisionRounding, IntegerToBf16RoundsCorrectlyInEveryMode) {
   check_from_int<__nv_bfloat16>();
 }
 TEST_F(LowPrecisionRounding, HalfArithmeticAndFmaRoundOnceOnARandomSample) {
-  check_arithmetic_sample<__half>(1 << 17);
+  check_arithmetic_sample<__half>(kArithmeticSample);
 }
 TEST_F(LowPrecisionRounding, Bf16ArithmeticAndFmaRoundOnceOnARandomSample) {
-  check_arithmetic_sample<__nv_bfloat16>(1 << 17);
+  check_arithmetic_sample<__nv_bfloat16>(kArithmeticSample);
 }
 TEST_F(LowPrecisionRounding, ComparisonsFollowIeeeIncludingNanAndSignedZero) {
   check_comparisons_sample<__half>(1 << 15);
