@@ -24,6 +24,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#if defined(__CUDACC__)
+#include <cooperative_groups.h>  // the simulator: kernels/sim/cooperative_groups.h
+#include <cooperative_groups/reduce.h>
+#include <mma.h>  // nvcuda::wmma (the simulator provides it in kernels/sim/wmma.h)
+#endif
 /// \brief 1 when kernels run on a real GPU (nvcc / `cuda` preset), 0 in the simulator.
 #define NANOSERVE_REAL_CUDA 1
 #else

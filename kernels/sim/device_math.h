@@ -2,10 +2,10 @@
 /// \file
 /// \brief Host versions of CUDA's device-only math and bit intrinsics, for the simulator.
 ///
-/// The fast-math intrinsics (`__expf`, `__fdividef`, …) are computed at full precision here,
-/// while a GPU uses approximations (e.g. `__expf` has 2 + 1.16·|x| ulp of error), and g++ does not
-/// contract `a * b + c` into an FMA the way nvcc does: compare kernel results with tolerances,
-/// never bit for bit.
+/// The fast-math intrinsics (`__expf`, `__fdividef`, …) live in kernels/sim/fast_math.h, which
+/// reproduces the GPU's formulas and error bounds. g++ contracts `a * b + c` into an FMA only
+/// in the FMA-contraction build (kernels/sim/README.md): compare kernel results with
+/// tolerances, never bit for bit.
 
 #include <math.h>
 
@@ -15,39 +15,11 @@
 #include <type_traits>
 
 #include "kernels/sim/builtins.h"
+#include "kernels/sim/fast_math.h"
 
-/// @name Fast-math float intrinsics (full precision on the host)
+/// @name Other float helpers
 /// @{
 
-/// \brief e^x.
-inline float __expf(float x) { return expf(x); }
-/// \brief 10^x.
-inline float __exp10f(float x) { return powf(10.0f, x); }
-/// \brief Natural logarithm.
-inline float __logf(float x) { return logf(x); }
-/// \brief Base-2 logarithm.
-inline float __log2f(float x) { return log2f(x); }
-/// \brief Base-10 logarithm.
-inline float __log10f(float x) { return log10f(x); }
-/// \brief x^y.
-inline float __powf(float x, float y) { return powf(x, y); }
-/// \brief Sine.
-inline float __sinf(float x) { return sinf(x); }
-/// \brief Cosine.
-inline float __cosf(float x) { return cosf(x); }
-/// \brief Tangent.
-inline float __tanf(float x) { return tanf(x); }
-/// \brief Sine and cosine at once.
-inline void __sincosf(float x, float* s, float* c) {
-  *s = sinf(x);
-  *c = cosf(x);
-}
-/// \brief x / y.
-inline float __fdividef(float x, float y) { return x / y; }
-/// \brief x / y.
-inline float fdividef(float x, float y) { return x / y; }
-/// \brief 1 / sqrt(x).
-inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 /// \brief 1 / sqrt(x).
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 /// \brief Clamps to [0, 1] (NaN gives 0).
@@ -58,12 +30,29 @@ inline float __saturatef(float x) { return x > 0.0f ? (x < 1.0f ? x : 1.0f) : 0.
 /// @name Correctly rounded float operations (never contracted into an FMA)
 /// @{
 
+namespace nanoserve::sim {
+/// \brief `value`, hidden from the optimizer, so that an FMA-contracting build (`-ffp-contract=fast`)
+/// cannot fuse a `_rn` product or sum with its neighbours (nvcc never fuses them either).
+inline float opaque(float value) {
+#if defined(__x86_64__)
+  __asm__("" : "+x"(value));
+#else
+  __asm__("" : "+m"(value));
+#endif
+  return value;
+}
+}  // namespace nanoserve::sim
+
 /// \brief x + y.
-inline float __fadd_rn(float x, float y) { return x + y; }
+inline float __fadd_rn(float x, float y) {
+  return nanoserve::sim::opaque(x) + nanoserve::sim::opaque(y);
+}
 /// \brief x - y.
-inline float __fsub_rn(float x, float y) { return x - y; }
+inline float __fsub_rn(float x, float y) {
+  return nanoserve::sim::opaque(x) - nanoserve::sim::opaque(y);
+}
 /// \brief x * y.
-inline float __fmul_rn(float x, float y) { return x * y; }
+inline float __fmul_rn(float x, float y) { return nanoserve::sim::opaque(x * y); }
 /// \brief x / y.
 inline float __fdiv_rn(float x, float y) { return x / y; }
 /// \brief 1 / x.

@@ -39,7 +39,8 @@ enum class WarpOp : unsigned char {
   kShflXor,
   kBallot,
   kAny,
-  kAll
+  kAll,
+  kWmma  ///< a ballot that the WMMA functions (kernels/sim/wmma.h) use as their rendezvous
 };
 
 /// \brief The rendezvous behind every warp intrinsic (implemented by the scheduler).

@@ -56,6 +56,7 @@ const char* warp_op_name(WarpOp op) {
     case WarpOp::kBallot: return "__ballot_sync";
     case WarpOp::kAny: return "__any_sync";
     case WarpOp::kAll: return "__all_sync";
+    case WarpOp::kWmma: return "a wmma::*_sync function";
   }
   return "?";
 }
@@ -130,7 +131,8 @@ void BlockScheduler::complete_group(WarpState& warp, std::size_t group_index) {
     SimThread& member = threads_[base + lane];
     switch (group.op) {
       case WarpOp::kSync: member.result = 0; break;
-      case WarpOp::kBallot: member.result = ballot; break;
+      case WarpOp::kBallot:
+      case WarpOp::kWmma: member.result = ballot; break;
       case WarpOp::kAny: member.result = ballot != 0 ? 1 : 0; break;
       case WarpOp::kAll: member.result = ballot == participants ? 1 : 0; break;
       default: {  // shuffles: a lane outside the rendezvous has no value to give (0xFF bytes)

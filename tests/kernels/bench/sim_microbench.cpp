@@ -1,5 +1,5 @@
 // Micro-benchmarks of the CUDA simulator on this CPU: what a fiber switch, a barrier, a warp
-// shuffle and a launch cost, and how long a 1024x1024 fp32 GEMV takes. These are CPU timings of
+// shuffle, a tensor-core (WMMA) operation and a launch cost, and how long a 1024x1024 fp32 GEMV takes. These are CPU timings of
 // the simulator, not GPU performance. `--quick` runs tiny sizes (a smoke test for ctest).
 #include <chrono>
 #include <cstdio>
@@ -67,6 +67,26 @@ __global__ void shuffle_kernel(float* out, int iterations) {
 
 __global__ void empty_kernel() {}
 
+// One warp: `iterations` tensor-core ops (m16n16k16, fp16 in, fp32 accumulate) on 16x16 tiles
+// at `tiles` (3 x 256 halves, 32-byte aligned); mode 0 times mma_sync, mode 1 load_matrix_sync.
+__global__ void wmma_kernel(const __half* tiles, float* out, int iterations, int mode) {
+  namespace wmma = nvcuda::wmma;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, 0.0f);
+  wmma::load_matrix_sync(a, tiles, 16);
+  wmma::load_matrix_sync(b, tiles + 256, 16);
+  for (int i = 0; i < iterations; ++i) {
+    if (mode == 0) {
+      wmma::mma_sync(acc, a, b, acc);
+    } else {
+      wmma::load_matrix_sync(a, tiles + 256 * (i % 2), 16);
+    }
+  }
+  wmma::store_matrix_sync(out, acc, 16, wmma::mem_row_major);
+}
+
 // W: (rows, cols) row-major, x: (cols,), y: (rows,); one thread per row.
 __global__ void gemv_thread_per_row(const float* W, const float* x, float* y, int rows, int cols) {
   const int row = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
@@ -128,6 +148,25 @@ int main(int argc, char** argv) {
         3, [&] { launch(shuffle_kernel, dim3(1), dim3(256), 0, nullptr, out, iterations); });
     print_row("__shfl_xor_sync per lane (block 256)", s * 1e9 / (iterations * 256.0), "ns");
     CUDA_CHECK(cudaFree(out));
+  }
+
+  {
+    const int iterations = 10 * scale;
+    __half* tiles = nullptr;
+    float* out = nullptr;
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&tiles), 512 * sizeof(__half)));
+    CUDA_CHECK(cudaMemset(tiles, 0, 512 * sizeof(__half)));
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&out), 256 * sizeof(float)));
+    const char* labels[] = {"wmma::mma_sync m16n16k16 fp16 (per warp op)",
+                            "wmma::load_matrix_sync 16x16 fp16 (per warp op)"};
+    for (int mode = 0; mode < 2; ++mode) {
+      const double s = best_seconds(3, [&] {
+        launch(wmma_kernel, dim3(1), dim3(32), 0, nullptr, tiles, out, iterations, mode);
+      });
+      print_row(labels[mode], s * 1e9 / iterations, "ns");
+    }
+    CUDA_CHECK(cudaFree(out));
+    CUDA_CHECK(cudaFree(tiles));
   }
 
   {
