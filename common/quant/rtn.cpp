@@ -39,6 +39,7 @@ QuantizedLinear quantize_rtn(const float* w, int rows, int cols, const QuantSche
   // HINT: rtn_rows() calls emit(row, col, code, params) for every weight. Store each code at
   // HINT: (row, col) of a (rows, cols) array and each group's params at (row, col / width) of
   // HINT: a (rows, groups) array, then make_quantized_linear(rows, cols, scheme, codes, params).
+  // STUB: (void)w;
   // STUB: throw Error("exercise ch05.1 not done: quantize_rtn");
   const int groups = scheme.groups(cols), width = scheme.group_width(cols);
   std::vector<uint8_t> codes(size_t(int64_t(rows) * cols));       // (rows, cols)
