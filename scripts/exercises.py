@@ -93,7 +93,7 @@ def parse_file(path, rel):
                 raise MarkerError(f'{where}: END EXERCISE without BEGIN')
             if not cur['hints']:
                 raise MarkerError(f'{rel}:{cur["begin"]}: exercise {cur["id"]} has no HINT line')
-            if not cur.get('has_stub'):
+            if not cur.get('has_stub') and not cur.get('student'):
                 raise MarkerError(f'{rel}:{cur["begin"]}: exercise {cur["id"]} has no STUB line')
             cur['end'] = n
             regions.append(cur)
@@ -103,7 +103,10 @@ def parse_file(path, rel):
             continue
         stripped = line.strip()
         tag = cur['prefix'] + ' '
-        if not cur['body'] and stripped.startswith(tag + 'HINT:'):
+        if stripped.startswith(f'{tag}TODO({cur["id"]}):'):
+            cur['student'] = True  # a student tree's region: hint, TODO, the stub as code
+            cur['body'].append(line)
+        elif not cur['body'] and stripped.startswith(tag + 'HINT:'):
             cur['hints'].append(line)
         elif not cur['body'] and stripped.startswith(tag + 'STUB:'):
             cur['has_stub'] = True

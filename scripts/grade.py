@@ -85,6 +85,10 @@ def main():
         rows.append(dict(exercise=e['id'], title=e['title'], passed=len(passed), total=len(mine),
                          points=points, max_points=e['points'],
                          failed_tests=[t for t in mine if t not in passed]))
+    known = {'ex.' + e['id'] for e in all_ex}
+    for label in sorted({l for labels in tests.values() for l in labels if l.startswith('ex.')} - known):
+        errors.append(f'tests carry {label} but no BEGIN EXERCISE marker declares {label[3:]} '
+                      '(were the marker lines removed?)')
     if errors:
         for m in errors:
             print('grade: ' + m, file=sys.stderr)

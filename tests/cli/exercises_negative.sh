@@ -19,6 +19,7 @@ python3 "$tool" student --root "$tmp/ok" --out "$tmp/student" >/dev/null
 grep -q "^  return 0;$" "$tmp/student/src/a.cpp" || { echo "FAILED: stub not written"; exit 1; }
 grep -q "return 42" "$tmp/student/src/a.cpp" && { echo "FAILED: reference left in the student copy"; exit 1; }
 grep -q "HINT: the answer is 42" "$tmp/student/src/a.cpp" || { echo "FAILED: hint dropped"; exit 1; }
+python3 "$tool" list --root "$tmp/student" >/dev/null || { echo "FAILED: the student tree cannot be listed"; exit 1; }
 refuse() {  # name, sed expression that breaks the good region, expected message
   rm -rf "$tmp/bad"; mkdir -p "$tmp/bad"
   printf '%s\n' "$good" | sed "$2" > "$tmp/bad/a.cpp"
