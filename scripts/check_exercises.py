@@ -69,6 +69,9 @@ def main():
     group = ap.add_mutually_exclusive_group()
     group.add_argument('--all', action='store_true', help='step 3 for every exercise')
     group.add_argument('--only', help='step 3 for these exercises or chapters (ch02.3,ch05)')
+    ap.add_argument('--reference-tested', action='store_true',
+                    help='step 1 only checks that every exercise has tests: the caller (CI) has '
+                         'just run every test of this build, the graded ones included')
     ap.add_argument('--sample', type=int, default=5,
                     help='step 3 for about this many exercises, rotating (default 5)')
     args = ap.parse_args()
@@ -113,7 +116,16 @@ def main():
         t = time.time()
         log(f'1. reference: {len(ids)} exercises')
         build(args.build_dir, TEST_TARGETS, 'reference')
-        for e, row in grade(args.build_dir, [], scratch).items():
+        if args.reference_tested:
+            out = subprocess.run(['ctest', '--test-dir', args.build_dir, '-N', '--show-only=json-v1',
+                                  '-L', '^ex\\.'], check=True, capture_output=True, text=True).stdout
+            labels = {p['value'][i] for t in json.loads(out).get('tests', [])
+                      for p in t.get('properties', []) if p.get('name') == 'LABELS'
+                      for i in range(len(p['value']))}
+            for e in ids:
+                if 'ex.' + e not in labels:
+                    problems.append(f'reference: no test carries ex.{e} (tests/exercises.cmake)')
+        for e, row in ({} if args.reference_tested else grade(args.build_dir, [], scratch)).items():
             if row['passed'] != row['total']:
                 problems.append(f'reference: ex.{e} passes {row["passed"]}/{row["total"]} '
                                 f'(failing: {", ".join(row["failed_tests"])})')
