@@ -63,6 +63,14 @@ __global__ void attention_kernel_v01(const float* __restrict__ q, const T* __res
   for (int e = threadIdx.x; e < head_dim; e += blockDim.x) q_s[e] = q[q_off + e];
   __syncthreads();
 
+  // BEGIN EXERCISE ch01.2 "The naive attention loop: scores, softmax, weighted sum of V" points=20 minutes=45
+  // HINT: Three steps, each followed by a barrier: (1) scores[j] = (q . k_j) * scale for every
+  // HINT: key j < n_keys (a warp per key, warp_sum over head_dim; seq.row(j) is the cache row,
+  // HINT: -1 means a bad block: score NaN); (2) subtract block_max of the scores, exponentiate
+  // HINT: in place and block_sum them; (3) out_row[e] = sum_j p_j v_j[e] / sum.
+  // STUB: (void)seq; (void)kv_stride; (void)head_off; (void)lane; (void)warp; (void)n_warps;
+  // STUB: (void)scores; (void)scale; (void)k_cache; (void)v_cache; (void)scratch;
+  // STUB: for (int e = threadIdx.x; e < head_dim; e += blockDim.x) out_row[e] = 0.0f;
   // 1. scores: a warp per key, lanes across head_dim (coalesced reads of the key row).
   for (int j = warp; j < n_keys; j += n_warps) {
     const std::int64_t row = seq.row(j);
@@ -98,6 +106,7 @@ __global__ void attention_kernel_v01(const float* __restrict__ q, const T* __res
     }
     out_row[e] = acc / sum;
   }
+  // END EXERCISE
 }
 
 /// \brief Launches v01 for `batch` sequences of at most `max_q_len` queries each whose contexts

@@ -9,7 +9,7 @@
 /// - `CUDA_CHECK(expr)` around every runtime call.
 ///
 /// Error policy: both throw nanoserve::CudaError (a std::runtime_error carrying the
-/// `cudaError_t`), whose message names the file:line of the call, the CUDA error and — in the
+/// `cudaError_t`), whose message names the file and line of the call, the CUDA error and — in the
 /// simulator — why it failed (e.g. "threads wait at different __syncthreads: …"). On a GPU a
 /// fault inside a running kernel surfaces at the next synchronizing call, as usual; in the
 /// simulator every launch is synchronous, so `launch` reports it directly.
@@ -62,7 +62,7 @@ inline std::string cuda_error_text(cudaError_t code) {
   return text;
 }
 
-/// \brief Throws CudaError naming `file:line` and `what` unless `code` is cudaSuccess.
+/// \brief Throws CudaError naming the file, the line and `what` unless `code` is cudaSuccess.
 inline void cuda_check(cudaError_t code, const char* what, const char* file, int line) {
   if (code != cudaSuccess) {
     throw CudaError(code, std::string(file) + ":" + std::to_string(line) + ": " + what +
@@ -70,7 +70,7 @@ inline void cuda_check(cudaError_t code, const char* what, const char* file, int
   }
 }
 
-/// \brief A launch's stream, plus the file:line of the `launch(...)` call (captured implicitly by
+/// \brief A launch's stream, plus the file and line of the `launch(...)` call (captured implicitly by
 /// the converting constructor's default arguments, so callers just pass a `cudaStream_t`).
 struct LaunchStream {
   /// \brief Converts from the stream argument of `launch(...)`.
@@ -116,7 +116,7 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_b
 
 }  // namespace nanoserve
 
-/// \brief Checks a CUDA runtime call: throws nanoserve::CudaError with file:line on failure.
+/// \brief Checks a CUDA runtime call: throws nanoserve::CudaError with the file and line on failure.
 #define CUDA_CHECK(expr) ::nanoserve::cuda_check((expr), #expr, __FILE__, __LINE__)
 
 #if NANOSERVE_REAL_CUDA

@@ -60,10 +60,17 @@ struct FastDivmod {
 __device__ __forceinline__ std::int64_t paged_slot(const int* __restrict__ table,
                                                    const FastDivmod& block_size, int num_blocks,
                                                    int j) {
+  // BEGIN EXERCISE ch02.4 "Paged gather: the cache row of a key through its block table" points=15 minutes=20
+  // HINT: Key j lives in logical block j / block_size at offset j % block_size (use
+  // HINT: block_size.div and block_size.mod). Look the physical block up in `table`; return -1
+  // HINT: for an id outside [0, num_blocks), else block * block_size.divisor + offset.
+  // STUB: (void)table; (void)block_size; (void)num_blocks; (void)j;
+  // STUB: return -1;
   const int logical = block_size.div(j);
   const int block = table[logical];
   if (block < 0 || block >= num_blocks) return -1;
   return static_cast<std::int64_t>(block) * block_size.divisor + block_size.mod(j, logical);
+  // END EXERCISE
 }
 
 /// \brief Sixteen 0xFF bytes: NaN in every storage type (fp32, fp16 and bf16 alike), what a

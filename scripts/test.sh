@@ -4,7 +4,8 @@
 #   2. asan preset: build and run the kernel and common tests under ASan+UBSan
 #   3. cuda preset: compile and link (tests need a GPU; scripts/gpu_check.sh runs them there)
 #   4. fuzz preset: run each loader fuzzer briefly (clang libFuzzer), one per core
-#   5. docs: Doxygen with warnings as errors
+#   5. docs: Doxygen with warnings as errors, then a link check of the site
+# Between 1 and 2, scripts/check_exercises.sh checks the course kit in the sim build.
 # Real-model tests read $NANOSERVE_DATA (e.g. ../shared/data) and skip when it is unset.
 # Flags: --quick runs step 1 only.
 set -euo pipefail
@@ -36,6 +37,11 @@ cmake --preset sim "${cache[@]}" >/dev/null
 cmake --build --preset sim -j "$jobs"
 ctest --preset sim -j "$jobs"
 ((quick)) && { step "done (--quick)"; exit 0; }
+
+step "exercises: reference passes, student tree fails, each exercise put back passes alone"
+# Five exercises a commit, rotating (--all checks every one; docs/instructors.md). The ctest
+# run above has just run the graded tests on the reference.
+bash scripts/check_exercises.sh --reference-tested
 
 step "asan: kernel and common tests under AddressSanitizer + UBSan"
 cmake --preset asan >/dev/null
@@ -82,5 +88,6 @@ find build/fuzz/fuzz -maxdepth 1 -name 'fuzz_*' -type f -perm -u+x | sort \
 
 step "docs: Doxygen (warnings are errors)"
 cmake --build --preset sim --target docs
+python3 scripts/check_doc_links.py build/sim/docs/html
 
 step "all green"

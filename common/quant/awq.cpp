@@ -15,12 +15,18 @@ namespace {
 
 /// s = max(mean|x|^α, 1e-4), normalized by sqrt(max(s) · min(s)) (the reference's rule).
 std::vector<float> scales_for_alpha(const Eigen::VectorXd& mean_abs, double alpha) {
+  // BEGIN EXERCISE ch05.3 "AWQ: per-channel scales from activation magnitudes" points=15 minutes=25
+  // HINT: s_c = max(mean_abs_c ^ alpha, 1e-4), then divide every s_c by sqrt(max(s) * min(s))
+  // HINT: so the scales centre on 1 (Lin et al. 2024, section 3.2; the reference's rule).
+  // STUB: (void)alpha;
+  // STUB: return std::vector<float>(size_t(mean_abs.size()), 1.0f);  // no scaling
   Eigen::VectorXd s(mean_abs.size());
   for (Eigen::Index c = 0; c < s.size(); ++c) s[c] = std::max(std::pow(mean_abs[c], alpha), 1e-4);
   s /= std::sqrt(s.maxCoeff() * s.minCoeff());
   std::vector<float> out(size_t(s.size()));
   for (Eigen::Index c = 0; c < s.size(); ++c) out[size_t(c)] = float(s[c]);
   return out;
+  // END EXERCISE
 }
 
 /// Output error of Q(W · diag(s)) · diag(s)⁻¹ against W.

@@ -107,6 +107,13 @@ GptqResult gptq_quantize(const float* w, int rows, int cols, const Eigen::Matrix
           params[size_t(int64_t(r) * groups + j / width)] = choose_group_params(group_buf.data(), n, scheme);
         }
       }
+      // BEGIN EXERCISE ch05.2 "GPTQ: feed each column's quantization error forward" points=20 minutes=45
+      // HINT: For each row: quantize W1(r, i) with its group's params, store the code at the
+      // HINT: column's original index perm[j], and set Err1(r, i) = (w - dequantized) / U(j, j)
+      // HINT: (loss += e^2 / 2). Then subtract Err1.col(i) times row j of U (columns j.. of the
+      // HINT: block) from the block's remaining columns (Frantar et al. 2022, Algorithm 1).
+      // STUB: (void)max_code; (void)loss;
+      // STUB: throw Error("exercise ch05.2 not done: gptq_quantize");
       const double d = U(j, j);
       for (int r = 0; r < rows; ++r) {
         const GroupParams& p = params[size_t(int64_t(r) * groups + j / width)];
@@ -118,6 +125,7 @@ GptqResult gptq_quantize(const float* w, int rows, int cols, const Eigen::Matrix
       }
       // Feed this column's error forward into the block's remaining columns.
       W1.rightCols(count - i) -= Err1.col(i) * U.block(j, j, 1, count - i);
+      // END EXERCISE
     }
     // Lazy batch update of every column after the block.
     if (i1 + count < cols) {

@@ -35,6 +35,12 @@ void rtn_rows(const float* w, int rows, int cols, const QuantScheme& scheme, Emi
 
 QuantizedLinear quantize_rtn(const float* w, int rows, int cols, const QuantScheme& scheme) {
   check_shape(rows, cols, scheme);
+  // BEGIN EXERCISE ch05.1 "Round-to-nearest, group by group" points=10 minutes=20
+  // HINT: rtn_rows() calls emit(row, col, code, params) for every weight. Store each code at
+  // HINT: (row, col) of a (rows, cols) array and each group's params at (row, col / width) of
+  // HINT: a (rows, groups) array, then make_quantized_linear(rows, cols, scheme, codes, params).
+  // STUB: (void)w;
+  // STUB: throw Error("exercise ch05.1 not done: quantize_rtn");
   const int groups = scheme.groups(cols), width = scheme.group_width(cols);
   std::vector<uint8_t> codes(size_t(int64_t(rows) * cols));       // (rows, cols)
   std::vector<GroupParams> params(size_t(int64_t(rows) * groups));  // (rows, groups)
@@ -43,6 +49,7 @@ QuantizedLinear quantize_rtn(const float* w, int rows, int cols, const QuantSche
     params[size_t(int64_t(r) * groups + c / width)] = p;
   });
   return make_quantized_linear(rows, cols, scheme, codes, params);
+  // END EXERCISE
 }
 
 std::vector<float> fake_quantize_rtn(const float* w, int rows, int cols,

@@ -29,11 +29,18 @@ TokenVerdict accept_or_resample(const std::vector<double>& p, const std::vector<
     throw InvalidArgument("speculative verify: draft token " + std::to_string(x) +
                           " has q(x) = 0, so the draft cannot have proposed it");
   }
+  // BEGIN EXERCISE ch06.1 "The rejection rule: accept, or resample from the residual" points=20 minutes=30
+  // HINT: Accept x when u_accept < p(x) / q(x). Otherwise draw from the residual
+  // HINT: max(0, p - q) (residual_weights) with sample_from(weights, u_residual); when the
+  // HINT: residual is all zeros (p == q) draw from p (Leviathan et al. 2023, Theorem 1).
+  // STUB: (void)u_accept; (void)u_residual;
+  // STUB: throw Error("exercise ch06.1 not done: accept_or_resample");
   // u < p/q, written without the division (q(x) > 0); p >= q always accepts since u < 1.
   if (u_accept * q[size_t(x)] < p[size_t(x)]) return {true, x};
   std::vector<double> r = residual_weights(p, q);
   const bool empty = std::all_of(r.begin(), r.end(), [](double w) { return w == 0.0; });
   return {false, sample_from(empty ? p : r, u_residual)};
+  // END EXERCISE
 }
 
 namespace {

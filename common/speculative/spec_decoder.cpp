@@ -189,11 +189,21 @@ SpecResult SpecDecoder::generate(const std::vector<int>& prompt, const GenerateO
     ++s.rounds_offering[std::size_t(round.proposed)];
     s.accepted += v.accepted;
     if (v.accepted < round.proposed) ++s.rejected;
+    // BEGIN EXERCISE ch06.2 "Rollback: drop the KV of rejected drafts" points=15 minutes=20
+    // HINT: The verify pass wrote KV for t_{L-1} and all k drafts; keep t_{L-1} and the
+    // HINT: accepted drafts only (positions 0 .. L - 1 + accepted) with target_.truncate.
+    // STUB:
     target_.truncate(L + v.accepted);  // KV of t_{L-1} and the kept drafts
+    // END EXERCISE
 
     done = append_until_stop(v.tokens, options, context, r, round.appended);
     // A stop token among the kept drafts: forget the KV of the drafts after it too.
+    // BEGIN EXERCISE ch06.2 "Rollback: drop the KV of rejected drafts"
+    // HINT: A stop token among the kept drafts ends generation early: the KV must not hold
+    // HINT: positions past the last kept token's predecessor either.
+    // STUB:
     target_.truncate(std::min(target_.length(), int(r.tokens.size()) - 1));
+    // END EXERCISE
     if (options_.on_round) options_.on_round(round);
 
     if (options_.adaptive && round.proposed > 0) {

@@ -82,6 +82,12 @@ std::vector<int> BlockPool::get_new_blocks(int n) {
 }
 
 void BlockPool::evict(KVCacheBlock& block) {
+  // BEGIN EXERCISE ch02.1 "Evict a cached block that is handed out again" points=10 minutes=25
+  // HINT: The block's KV is about to be overwritten: take it out of its bucket of cached_
+  // HINT: (keep the other entries in order; drop an empty bucket), reset cached, hash,
+  // HINT: chain_id, parent_chain_id and token_ids, and update num_cached_ and num_evictions_.
+  // STUB: (void)block;
+  // STUB: throw Error("exercise ch02.1 not done: BlockPool::evict");
   auto bucket = cached_.find(block.hash);
   if (bucket == cached_.end()) {
     throw std::logic_error("BlockPool::evict: cached block " + std::to_string(block.block_id) +
@@ -97,6 +103,7 @@ void BlockPool::evict(KVCacheBlock& block) {
   block.token_ids.clear();
   --num_cached_;
   ++num_evictions_;
+  // END EXERCISE
 }
 
 void BlockPool::touch(int block_id) {

@@ -42,6 +42,12 @@ std::vector<int> KVCacheManager::lookup(const Sequence& seq) const {
   const int bs = block_size();
   // Never the block of the last token: its logits are needed, so it must be computed.
   const int max_blocks = (seq.num_tokens() - 1) / bs;
+  // BEGIN EXERCISE ch02.2 "The prefix hash chain: find the cached blocks of a prompt" points=15 minutes=30
+  // HINT: Hash block i from the previous block's hash (kRootBlockHash for the first) and its
+  // HINT: bs tokens with pool_.hash_block; ask pool_.find_cached_block with the parent's chain
+  // HINT: id (kRootChainId first). Stop at the first miss: after it nothing can be a hit.
+  // STUB: (void)bs;
+  // STUB: (void)max_blocks;
   BlockHash hash = kRootBlockHash;
   ChainId parent = kRootChainId;
   for (int i = 0; i < max_blocks; ++i) {
@@ -52,6 +58,7 @@ std::vector<int> KVCacheManager::lookup(const Sequence& seq) const {
     hits.push_back(id);
     parent = pool_.block(id).chain_id;
   }
+  // END EXERCISE
   return hits;
 }
 
@@ -154,8 +161,13 @@ int KVCacheManager::blocks_to_append(const BlockTable& table, const Sequence& se
   if (n > 0 && table.num_tokens_ % bs != 0) {
     // The next token lands in the partially filled last block: writable only if we are its
     // sole owner and it is not cached (a rollback can leave a cached block partially used).
+    // BEGIN EXERCISE ch02.3 "Copy-on-write when appending to a shared block" points=15 minutes=30
+    // HINT: Writing into the last block is safe only when this sequence is its sole owner
+    // HINT: (ref_cnt) and it is not in the prefix cache (cached); otherwise set *copy.
+    // STUB: *copy = false;
     const KVCacheBlock& last = pool_.block(table.block_ids_.back());
     *copy = last.ref_cnt > 1 || last.cached;
+    // END EXERCISE
   }
   return ceil_div(table.num_tokens_ + n, bs) - table.num_blocks() + (*copy ? 1 : 0);
 }
@@ -180,6 +192,10 @@ std::vector<BlockCopy> KVCacheManager::append_slots(const Sequence& seq, int num
   const std::vector<int> fresh = pool_.get_new_blocks(needed);
   std::vector<BlockCopy> copies;
   auto next = fresh.begin();
+  // BEGIN EXERCISE ch02.3 "Copy-on-write when appending to a shared block"
+  // HINT: With copy set, the first fresh block replaces the last block of the table: record
+  // HINT: the BlockCopy {src, dst}, release this sequence's reference to src, count the copy.
+  // STUB: if (copy) throw Error("exercise ch02.3 not done: KVCacheManager::append_slots");
   if (copy) {
     const int src = table.block_ids_.back();
     copies.push_back({src, *next});
@@ -187,6 +203,7 @@ std::vector<BlockCopy> KVCacheManager::append_slots(const Sequence& seq, int num
     pool_.free_blocks({src});
     ++counters_.block_copies;
   }
+  // END EXERCISE
   table.block_ids_.insert(table.block_ids_.end(), next, fresh.end());
   const int full_before = table.num_tokens_ / block_size();
   table.num_tokens_ += num_new_tokens;

@@ -51,9 +51,15 @@ void NaiveKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream)
   host_mapping_.clear();
   host_lens_.clear();
   for (const SequenceChunk& c : batch.chunks) {
+    // BEGIN EXERCISE ch01.1 "Place each new token's K/V row in the contiguous cache" points=10 minutes=20
+    // HINT: A region holds max_seq_len rows per layer, layer after layer. The i-th new token
+    // HINT: of chunk c sits at position c.start_pos + i of region c.seq; push the cache row of
+    // HINT: layer 0 (append_kv shifts it to the other layers). Use region_row().
+    // STUB: for (int i = 0; i < c.num_tokens; ++i) host_mapping_.push_back(-1);  // -1: not written
     for (int i = 0; i < c.num_tokens; ++i) {
       host_mapping_.push_back(static_cast<int>(region_row(static_cast<int>(c.seq), 0) + c.start_pos + i));
     }
+    // END EXERCISE
     host_lens_.push_back(c.start_pos + c.num_tokens);
     regions_.write(static_cast<int>(c.seq), c.start_pos, c.num_tokens);
   }

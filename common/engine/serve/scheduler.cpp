@@ -122,6 +122,12 @@ std::string Scheduler::capacity_detail() const {
 // ─── schedule ──────────────────────────────────────────────────────────────────────────────
 
 void Scheduler::preempt(Request& victim, SchedulerOutput& out) {
+  // BEGIN EXERCISE ch04.1 "Preemption by recomputation" points=15 minutes=30
+  // HINT: Free the victim's blocks, forget its computed tokens, mark it kPreempted and count
+  // HINT: the preemption (on the request and in stats_). The victim is the newest running
+  // HINT: request: pop it from running_, put it at the FRONT of waiting_, record its id in out.
+  // STUB: (void)victim; (void)out;
+  // STUB: throw Error("exercise ch04.1 not done: Scheduler::preempt");
   // Recompute, not swap: the KV is dropped and rebuilt from the tokens when the request is
   // admitted again (cheaply, if its blocks are still in the prefix cache by then).
   kv_.free(victim.id());
@@ -132,6 +138,7 @@ void Scheduler::preempt(Request& victim, SchedulerOutput& out) {
   running_.pop_back();  // the victim is always the most recently admitted request
   waiting_.push_front(&victim);
   out.preempted_ids.push_back(victim.id());
+  // END EXERCISE
 }
 
 void Scheduler::schedule_running(SchedulerOutput& out, int& budget, double now_s) {
@@ -166,8 +173,14 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget, double now_s
     Request& r = *waiting_.front();
     const int cached = kv_.num_cached_tokens(r.seq);
     const int rest = r.seq.num_tokens() - cached;
+    // BEGIN EXERCISE ch04.2 "Chunked prefill: admit what the token budget allows" points=15 minutes=25
+    // HINT: n is how many of the rest tokens run this step. With chunked prefill, as many as
+    // HINT: the budget allows; without it, the whole rest or nothing (break: wait for a fresh
+    // HINT: budget next step).
+    // STUB: const int n = rest;
     if (!config_.enable_chunked_prefill && rest > budget) break;  // wait for a fresh budget
     const int n = std::min(rest, budget);
+    // END EXERCISE
     if (!kv_.can_allocate(r.seq, n)) {
       if (!running_.empty()) break;  // FCFS: nobody overtakes the head; it waits for blocks
       // The whole pool is free and still too small: a preempted request whose tokens

@@ -28,11 +28,18 @@ void StaticBatchConfig::validate() const {
 }
 
 int worst_case_blocks(const Request& r, int max_model_len, int block_size) {
+  // BEGIN EXERCISE ch03.1 "Reserve a request's worst case up front" points=10 minutes=20
+  // HINT: A static batch never grows its memory, so it reserves the final length now:
+  // HINT: prompt_len + max_tokens, cut by the context (a prompt that fills the context still
+  // HINT: samples one token). The last token is never written, so ceil((len - 1) / block_size).
+  // STUB: (void)r; (void)max_model_len; (void)block_size;
+  // STUB: return 0;  // reserves nothing: every batch "fits"
   // Final length: prompt + max_tokens, cut by the context (a prompt that fills the context
   // still samples one token). The last token is never written to the cache.
   const long long final_len = std::min<long long>(
       (long long)r.prompt_len + r.max_tokens, std::max(max_model_len, r.prompt_len + 1));
   return static_cast<int>((final_len - 1 + block_size - 1) / block_size);
+  // END EXERCISE
 }
 
 namespace {
@@ -59,12 +66,21 @@ class BatchRunner {
       r->first_scheduled_s = now;
       r->seq.num_computed_tokens = kv_.allocate(r->seq);
       r->num_prefix_hit_tokens = r->seq.num_computed_tokens;
+      // BEGIN EXERCISE ch03.2 "Padding: the rows a static batch wastes" points=10 minutes=20
+      // HINT: Every member's prefill is padded to the longest uncached prompt of the batch:
+      // HINT: track that length here.
+      // STUB: (void)longest;
       longest = std::max(longest, r->seq.num_tokens() - r->seq.num_computed_tokens);
+      // END EXERCISE
     }
     for (Request* r : batch) {
       const int rows = r->seq.num_tokens() - r->seq.num_computed_tokens;
       out.add(*r, kv_.block_table(r->id()), r->seq.num_computed_tokens, rows);
+      // BEGIN EXERCISE ch03.2 "Padding: the rows a static batch wastes"
+      // HINT: A member with fewer rows than the longest pads the difference.
+      // STUB: (void)rows;
       out.num_wasted_rows += longest - rows;
+      // END EXERCISE
       scheduled.push_back(r);
     }
     run_.waste.padding_rows += out.num_wasted_rows;
@@ -75,7 +91,11 @@ class BatchRunner {
       scheduled.clear();
       for (Request* r : batch) {
         if (r->finished()) {
+          // BEGIN EXERCISE ch03.2 "Padding: the rows a static batch wastes"
+          // HINT: A finished member still occupies its row until the whole batch ends.
+          // STUB:
           ++out.num_wasted_rows;
+          // END EXERCISE
           continue;
         }
         kv_.append_slot(r->seq);  // never a copy: nothing is shared but cached prompt blocks
