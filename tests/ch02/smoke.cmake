@@ -46,3 +46,10 @@ add_test(NAME ch02.pool_too_small
                  parallel-sampling --model synthetic:tiny --num-blocks 4 -n 4 --new-tokens 2)
 set_tests_properties(ch02.bad_block_size ch02.unknown_flag ch02.missing_chat_script
   ch02.pool_too_small PROPERTIES LABELS "${CH02_LABELS}")
+# --cost-device: the chat turns modeled with prefix caching off and on.
+nanoserve_smoke_test(ch02.cost_device LABELS ${CH02_LABELS}
+  EXPECT "modeled \\(roofline, L4\\), fp32: prefix caching off [0-9.]+ ms, on [0-9.]+ ms"
+  JSON FIELDS ${CH02_FIELDS} cost_model
+  RECORDS "modeled_multiturn:device,modeled_off_s,modeled_on_s,cpu_seconds_off,cpu_seconds_on"
+  COMMAND ${CH02} multiturn --model synthetic:tiny --turns 2 --sessions 1 --new-tokens 2
+          --cost-device l4)

@@ -46,3 +46,15 @@ add_test(NAME ch04.bad_rate_zero
          COMMAND ${CH04_EXPECT_FAILURE} "--rate: '0' is not a number in \\(0, inf\\]" ${CH04} --model synthetic:tiny --rate 0)
 set_tests_properties(ch04.bad_rate ch04.bad_num_blocks ch04.bad_trace ch04.bad_rate_zero
   PROPERTIES LABELS "${CH04_LABELS}")
+# --cost-device on the model: the run's passes modeled beside the clock's.
+nanoserve_smoke_test(ch04.cost_device_model LABELS ${CH04_LABELS}
+  EXPECT "modeled \\(roofline, H100 SXM\\), fp32: the same passes take continuous [0-9.]+ ms busy"
+  JSON FIELDS ${CH04_FIELDS} cost_model RECORDS "serving:modeled_s"
+  COMMAND ${CH04} ${CH04_TINY} --num-blocks 8 --block-size 4 --max-num-batched-tokens 8
+          --compare-static 2 --clock cpu --cost-device h100)
+# --executor cost-model --cost-device: the virtual clock advances by each pass's roofline time.
+nanoserve_smoke_test(ch04.sweep_rate_roofline LABELS ${CH04_LABELS}
+  EXPECT "each pass at its modeled \\(roofline, RTX 4090\\) time" "inf \\|"
+  JSON FIELDS ${CH04_FIELDS} cost_model RECORDS "rate_sweep:rate,policy,executor,cost_device"
+  COMMAND ${CH04} sweep-rate --model synthetic:tiny -n 8 --executor cost-model --rates 2,inf
+          --cost-device rtx4090)
