@@ -35,6 +35,10 @@ namespace nanoserve::harness {
 /// \brief Virtual seconds a fake forward pass takes: step_s + row_s · rows, or `pass_s(output)`
 /// when it is set.
 struct FakeCostModel {
+  /// \brief The defaults: 10 ms per pass + 0.2 ms per row.
+  FakeCostModel() = default;
+  /// \brief `step` seconds per pass + `row` seconds per row.
+  FakeCostModel(double step, double row) : step_s(step), row_s(row) {}
   double step_s = 0.010;  ///< fixed cost per forward pass
   double row_s = 0.0002;  ///< cost per computed row (wasted rows included)
   /// \brief When set, the seconds of a pass instead of step_s + row_s · rows (e.g. a

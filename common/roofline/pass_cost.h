@@ -30,8 +30,8 @@
 
 namespace nanoserve::roofline {
 
-/// \name Assumptions (named, each with its reason; none measured here)
-/// @{
+// Assumptions: named, each with its reason; none is measured here (docs/roofline.md).
+
 /// \brief Fraction of the datasheet bandwidth a streaming kernel reaches: well-written copy
 /// and GEMV kernels on HBM reach about 80–90% of the peak printed by the vendor; 0.8 is the
 /// low end, so a modeled time is not more optimistic than a good kernel.
@@ -47,7 +47,6 @@ constexpr double kKernelLaunchSeconds = 4e-6;
 constexpr double kGraphLaunchSeconds = 10e-6;
 /// \brief The gap between two kernels inside a replayed graph: about 1 µs.
 constexpr double kGraphNodeSeconds = 1e-6;
-/// @}
 
 /// \brief The constants above, as one value a caller may change (tests use the ideal: 1, 1, 0).
 struct Assumptions {

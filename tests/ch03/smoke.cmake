@@ -30,5 +30,5 @@ nanoserve_smoke_test(ch03.cost_device LABELS ${CH03_LABELS}
   EXPECT "modeled \\(roofline, A100-80GB\\), fp32 weights and KV.*modeled t/s"
   JSON FIELDS ${NS_REPORT_FIELDS} model clock cost_model
   RECORDS "static:batch_size,modeled_s,modeled_output_tokens_per_s"
-  COMMAND ${CH03} --model synthetic:tiny -n 4 --batch-sizes 1,3 --prompt-len uniform:4:12
-          --output-len uniform:2:6 --clock cpu --cost-device a100)
+  COMMAND ${CH03} --model synthetic:tiny -n 3 --batch-sizes 3 --prompt-len uniform:4:8
+          --output-len uniform:2:4 --clock cpu --cost-device a100)

@@ -36,5 +36,5 @@ nanoserve_smoke_test(ch06.cost_device LABELS ${CH06_LABELS}
   EXPECT "modeled \\(roofline, H200\\), fp32, context [0-9]+: alpha as measured"
   JSON FIELDS ${NS_REPORT_FIELDS} model prompts cost_model
   RECORDS "modeled:case,draft,gamma,alpha,c_modeled,verify_modeled,measured_speedup,predicted_speedup_modeled,device"
-  COMMAND ${CH06} --model synthetic:tiny --drafts layers-1,ngram --gammas 2 --tokens 5 --no-warnings
+  COMMAND ${CH06} --model synthetic:tiny --drafts layers-1 --gammas 2 --tokens 3 --no-warnings
           --cost-device h200)
