@@ -18,12 +18,14 @@
 #include <vector>
 
 #include "chapters/ch01_naive_kv_cache/kv_tables.h"
+#include "chapters/ch01_naive_kv_cache/modeled_steps.h"
 #include "chapters/ch01_naive_kv_cache/step_probe.h"
 #include "common/harness/clocks.h"
 #include "common/engine/model/device_info.h"
 #include "common/engine/model/device_model.h"
 #include "common/engine/decode/naive_decoder.h"
 #include "common/cli/cli_checks.h"
+#include "common/cli/cost_device.h"
 #include "common/cli/program.h"
 #include "common/model_bundle.h"
 #include "common/oracle/oracle_decoder.h"
@@ -50,6 +52,7 @@ struct Args {
   std::uint64_t seed = 42;
   bool check = false;
   bool tour = false;
+  std::string cost_device;  // --cost-device: the roofline model of every step on that GPU
   std::string json;
   int kv_context = 4096;  // kv-memory subcommand
   int kv_batch = 16;
@@ -150,6 +153,7 @@ int run(const Args& a) {
   const ModelConfig& c = b.model.config;
   const DType dtype = parse_dtype(a.dtype);
   const std::string device = engine::device_name();  // first: a missing GPU is one clear error
+  const roofline::Device* cost_device = cli::cost_device(a.cost_device);
   const engine::DeviceModel dm(b.model, dtype);
   const Model oracle_model = engine::round_weights(b.model, dtype);  // what the device computes with
   const int max_seq_len = a.max_seq_len == 0 ? c.max_seq_len : a.max_seq_len;
@@ -189,6 +193,12 @@ int run(const Args& a) {
     ok = ok && same;
   }
   print_latency(runs, a.check, records);
+  if (cost_device != nullptr) {
+    std::vector<ModeSteps> modes;
+    for (const ModeRun& r : runs) modes.emplace_back(engine::to_string(r.mode), &r.steps);
+    print_modeled_steps(c, dtype_bytes(dtype), modes, *cost_device, records);
+    report["cost_model"] = cli::cost_model_json(*cost_device, roofline::Precision::dense(dtype_bytes(dtype)));
+  }
   if (a.check) {
     const Tolerance t = check_tolerance(dtype);
     for (const ModeRun& r : runs) {
@@ -252,6 +262,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed,-s", a.seed, "the request's RNG seed (used when temperature > 0)")->capture_default_str()
       ->check(nanoserve::cli::seed_range());
   app.add_flag("--check", a.check, "run the CPU oracle alongside and compare every step's logits");
+  nanoserve::cli::add_cost_device_flag(app, a.cost_device);
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: --steps 16 --check, a longer prompt");
   CLI::App* kv = app.add_subcommand("kv-memory", "KV cache memory of real model shapes (no model is loaded)");

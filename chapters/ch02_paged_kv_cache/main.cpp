@@ -18,6 +18,7 @@
 #include "chapters/ch02_paged_kv_cache/chat_script.h"
 #include "common/format_bytes.h"
 #include "common/harness/clocks.h"
+#include "chapters/ch02_paged_kv_cache/modeled_multiturn.h"
 #include "chapters/ch02_paged_kv_cache/multiturn.h"
 #include "chapters/ch02_paged_kv_cache/parallel_sampling.h"
 #include "chapters/ch02_paged_kv_cache/served_utilization.h"
@@ -28,6 +29,7 @@
 #include "common/engine/model/device_info.h"
 #include "common/engine/model/device_model.h"
 #include "common/cli/cli_checks.h"
+#include "common/cli/cost_device.h"
 #include "common/cli/program.h"
 #include "common/model_bundle.h"
 #include "common/report.h"
@@ -53,6 +55,7 @@ struct Args {
   std::vector<int> sweep = {1, 4, 8, 16, 32, 64, 128};
   bool serve = false;
   int serve_tokens = 0;
+  std::string cost_device;  // --cost-device: multiturn's turns modeled on that GPU
   // multiturn
   std::string chats;
   int turn_tokens = 8;
@@ -131,6 +134,10 @@ bool run_multiturn_scenario(const ModelBundle& b, const engine::DeviceModel& dm,
   std::fprintf(stderr, "multiturn: %s, prefix caching on ...\n", file.c_str());
   const MultiturnRun on = run_multiturn(dm, *b.tokenizer, script, m, true);
   const bool same = print_multiturn(off, on, m, records);
+  if (!a.cost_device.empty()) {
+    print_modeled_multiturn(b.model.config, dtype_bytes(dm.dtype()), off, on,
+                            *cli::cost_device(a.cost_device), records);
+  }
   if (!on.turns.empty()) {  // one exchange, to show what the model made of it
     const TurnRecord& t = on.turns.back();
     std::printf("  last reply (session '%s', turn %d): \"%s\"\n", t.session.c_str(), t.turn,
@@ -186,6 +193,9 @@ int run(const Args& a, Scenarios s) {
   report["model"] = model_name;
   report["clock"] = "process CPU time and wall time";
   nlohmann::json& records = report["records"];
+  if (const roofline::Device* d = cli::cost_device(a.cost_device)) {
+    report["cost_model"] = cli::cost_model_json(*d, roofline::Precision::dense(dtype_bytes(dtype)));
+  }
   bool ok = true;
   if (s.multiturn || s.sampling) {
     engine::check_device_memory(double(a.num_blocks) * a.block_size *
@@ -221,6 +231,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   app.add_option("--num-blocks", a.num_blocks, "KV blocks in the pool (multiturn, parallel-sampling)")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  nanoserve::cli::add_cost_device_flag(app, a.cost_device);
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run of all three scenarios for scripts/tour.sh");
   CLI::App* util = app.add_subcommand("utilization", "naive vs paged KV utilization under one budget");

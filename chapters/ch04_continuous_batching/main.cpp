@@ -27,6 +27,7 @@
 #include "common/harness/scheduler_bench.h"
 #include "common/harness/serving_checks.h"
 #include "common/cli/cli_checks.h"
+#include "common/cli/cost_device.h"
 #include "common/cli/program.h"
 #include "common/error.h"
 #include "common/model_bundle.h"
@@ -45,6 +46,7 @@ struct Args {
   int compare_static = 0;
   std::string clock = "wall";
   std::string executor = "model";
+  std::string cost_device;  // --cost-device: the roofline model of every pass on that GPU
   bool tour = false;
   std::string json;
   std::vector<std::string> rates = {"1", "2", "4", "8", "inf"};  // sweep-rate
@@ -109,6 +111,8 @@ int run(const Args& a, const std::string& sweep) {
   s.executor = a.executor == "cost-model" ? ExecutorKind::kCostModel : ExecutorKind::kModel;
   s.clock = harness::parse_clock_kind(a.clock);
   s.vocab_size = c.vocab_size;
+  // fp32 weights and KV, as the model runs here (the cost model times that precision too).
+  s.cost = harness::PassTimer{c, roofline::Precision::dense(4), cli::cost_device(a.cost_device), {}};
   s.scheduler = a.scheduler;
   s.scheduler.max_model_len = std::min(a.scheduler.max_model_len, c.max_seq_len);
   s.scheduler.enable_chunked_prefill = !a.no_chunked_prefill;
@@ -162,6 +166,7 @@ int run(const Args& a, const std::string& sweep) {
   report["clock"] = a.clock;
   report["executor"] = a.executor;
   report["model"] = model_name;
+  if (s.cost.device != nullptr) report["cost_model"] = cli::cost_model_json(*s.cost.device, s.cost.precision);
   nlohmann::json& records = report["records"];
   const std::vector<engine::Request> requests = harness::build_workload(a.workload, *b.tokenizer, c.vocab_size);
   if (s.executor == ExecutorKind::kModel) harness::check_wall_clock_wait(requests, s.clock);
@@ -194,9 +199,11 @@ int run(const Args& a, const std::string& sweep) {
     const bool keep = !a.json.empty();
     std::vector<std::pair<std::string, harness::ServingMetrics>> rows;
     std::vector<std::string> rejections;  // printed under the table
-    const engine::ServingRun run = run_continuous_on(s, requests);
+    double modeled_continuous = 0, modeled_static = 0;  // kModel with --cost-device
+    const engine::ServingRun run = run_continuous_on(s, requests, &modeled_continuous);
     rows.emplace_back("continuous", harness::compute_metrics(run));
     nlohmann::json rec = harness::metrics_record("continuous", rows.back().second);
+    if (modeled_continuous > 0) rec["modeled_s"] = modeled_continuous;
     rec["table"] = "serving";
     rejections.push_back(harness::rejection_line("continuous", run, &rec));
     if (keep) {
@@ -205,9 +212,10 @@ int run(const Args& a, const std::string& sweep) {
       records.push_back(latency_record("continuous", run));
     }
     if (a.compare_static > 0) {
-      const engine::ServingRun st = run_static_on(s, requests);
+      const engine::ServingRun st = run_static_on(s, requests, &modeled_static);
       rows.emplace_back("static b=" + std::to_string(a.compare_static), harness::compute_metrics(st));
       nlohmann::json srec = harness::metrics_record(rows.back().first, rows.back().second);
+      if (modeled_static > 0) srec["modeled_s"] = modeled_static;
       srec["table"] = "serving";
       rejections.push_back(harness::rejection_line(rows.back().first, st, &srec));
       if (keep) {
@@ -220,6 +228,18 @@ int run(const Args& a, const std::string& sweep) {
                 describe(s).c_str());
     harness::print_metrics_table(rows);
     harness::print_rejections(rejections);
+    if (modeled_continuous > 0) {
+      // The same passes on the modeled GPU, back to back (busy time; arrival gaps aside).
+      std::printf("  %s, %s: the same passes take", cli::modeled_label(*s.cost.device).c_str(),
+                  s.cost.precision.label().c_str());
+      const double modeled[2] = {modeled_continuous, modeled_static};
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        std::printf("%s %s %.2f ms busy (%.1f out tok/s)", i ? ";" : "", rows[i].first.c_str(),
+                    1e3 * modeled[i], double(rows[i].second.output_tokens) / modeled[i]);
+      }
+      std::printf("\n  vs %s above\n", std::string(engine::kernel_backend()) == "sim"
+                                           ? "simulated (CPU time)" : "measured (GPU)");
+    }
     const harness::ServingMetrics& m = rows.front().second;
     std::printf("  continuous: %lld passes, %.1f rows per pass, KV peak %d of %d blocks (mean "
                 "%.0f%%), %lld preemptions, prefix cache %lld/%lld blocks hit, %lld prompt "
@@ -265,6 +285,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"wall", "cpu"}));
   app.add_option("--executor", a.executor, "model, or cost-model (virtual time, a GPU-like cost shape)")
       ->capture_default_str()->check(CLI::IsMember({"model", "cost-model"}));
+  cli::add_cost_device_flag(app, a.cost_device);
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: 8 requests, static batching alongside");
   CLI::App* rate = app.add_subcommand("sweep-rate", "static vs continuous throughput and latency per request rate");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/cli/cost_device.h"
 #include "common/harness/fake_executor.h"
 #include "common/engine/serve/model_executor.h"
 #include "common/engine/serve/serving_loop.h"
@@ -22,7 +23,7 @@ const harness::FakeCostModel kCostModel{};
 // One run of a batching policy: static (`batcher`) or continuous (`scheduler`) on the executor
 // and clock of `s`.
 engine::ServingRun run_on(const RunSetup& s, const std::vector<engine::Request>& requests,
-                          bool continuous) {
+                          bool continuous, double* modeled_s) {
   // No batch holds more requests than the workload has: buffers follow the work.
   engine::StaticBatchConfig batcher = s.batcher;
   batcher.batch_size = std::max(1, std::min<int>(batcher.batch_size, int(requests.size())));
@@ -32,16 +33,22 @@ engine::ServingRun run_on(const RunSetup& s, const std::vector<engine::Request>&
   };
   if (s.executor == ExecutorKind::kCostModel) {
     engine::SimulatedClock clock;
+    harness::FakeCostModel cost = kCostModel;
+    if (s.cost.device != nullptr) cost.pass_s = s.cost;  // the roofline of a named GPU
     harness::FakeExecutor fake(s.scheduler.num_kv_blocks, s.scheduler.block_size, s.vocab_size,
-                               &clock, kCostModel);
+                               &clock, cost);
     return run(fake, clock);
   }
   engine::ModelExecutor executor(
       *s.model, continuous ? engine::executor_options_for(s.scheduler)
                            : engine::executor_options_for(batcher,
                                                           s.scheduler.max_num_batched_tokens));
-  harness::TimedExecutor timed(s.clock, executor);
-  return run(timed.executor(), timed.clock());
+  harness::ModeledExecutor modeled(executor, s.cost);
+  const bool model_it = s.cost.device != nullptr;
+  harness::TimedExecutor timed(s.clock, model_it ? static_cast<engine::Executor&>(modeled) : executor);
+  engine::ServingRun result = run(timed.executor(), timed.clock());
+  if (model_it && modeled_s != nullptr) *modeled_s = modeled.modeled_s();
+  return result;
 }
 
 std::string rate_text(double rate) {
@@ -60,15 +67,22 @@ nlohmann::json record(const std::string& table, const std::string& config,
 
 }  // namespace
 
-engine::ServingRun run_continuous_on(const RunSetup& s, const std::vector<engine::Request>& requests) {
-  return run_on(s, requests, /*continuous=*/true);
+engine::ServingRun run_continuous_on(const RunSetup& s, const std::vector<engine::Request>& requests,
+                                     double* modeled_s) {
+  return run_on(s, requests, /*continuous=*/true, modeled_s);
 }
 
-engine::ServingRun run_static_on(const RunSetup& s, const std::vector<engine::Request>& requests) {
-  return run_on(s, requests, /*continuous=*/false);
+engine::ServingRun run_static_on(const RunSetup& s, const std::vector<engine::Request>& requests,
+                                 double* modeled_s) {
+  return run_on(s, requests, /*continuous=*/false, modeled_s);
 }
 
 std::string describe(const RunSetup& s) {
+  if (s.executor == ExecutorKind::kCostModel && s.cost.device != nullptr) {
+    return "cost model (FakeExecutor in virtual time, each pass at its " +
+           cli::modeled_label(*s.cost.device) + " time, " + s.cost.precision.label() +
+           "; not the model)";
+  }
   if (s.executor == ExecutorKind::kCostModel) {
     char buf[160];
     std::snprintf(buf, sizeof buf,
@@ -107,6 +121,9 @@ void sweep_rate(const RunSetup& s, harness::WorkloadOptions workload, const Toke
       r["policy"] = policy;
       r["rate"] = std::isinf(rate) ? -1.0 : rate;
       r["executor"] = s.executor == ExecutorKind::kModel ? "model" : "cost-model";
+      if (s.executor == ExecutorKind::kCostModel && s.cost.device != nullptr) {
+        r["cost_device"] = s.cost.device->key;
+      }
       records.push_back(r);
     }
   }

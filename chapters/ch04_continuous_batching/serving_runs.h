@@ -13,6 +13,7 @@
 #include "common/engine/model/device_model.h"
 #include "common/engine/serve/scheduler.h"
 #include "common/harness/clocks.h"
+#include "common/harness/modeled_executor.h"
 #include "common/harness/workload_options.h"
 #include "common/harness/serving_metrics.h"
 #include "common/engine/serve/static_batcher.h"
@@ -22,7 +23,8 @@ namespace nanoserve::ch04 {
 /// \brief What runs the forward passes.
 enum class ExecutorKind {
   kModel,      ///< the model through the kernels (ModelExecutor), timed by the chosen clock
-  kCostModel,  ///< the FakeExecutor in virtual time: step_s + row_s · rows (a GPU-like shape)
+  kCostModel,  ///< the FakeExecutor in virtual time: step_s + row_s · rows (a GPU-like shape),
+               ///< or the roofline model of `RunSetup::cost` when it has a device
 };
 
 /// \brief Everything a run needs besides its workload.
@@ -33,14 +35,22 @@ struct RunSetup {
   engine::SchedulerConfig scheduler;   ///< continuous batching
   engine::StaticBatchConfig batcher;   ///< static batching (same pool and context)
   int vocab_size = 0;          ///< for the cost model's fake tokens
+  /// \brief `--cost-device`: the roofline model of every pass (device null: none). With
+  /// kCostModel it is the virtual clock; with kModel its total is reported beside the clock's.
+  harness::PassTimer cost;
 };
 
-/// \brief `requests` under continuous batching.
-engine::ServingRun run_continuous_on(const RunSetup& setup, const std::vector<engine::Request>& requests);
-/// \brief `requests` under static batching (wasted rows computed on the model).
-engine::ServingRun run_static_on(const RunSetup& setup, const std::vector<engine::Request>& requests);
+/// \brief `requests` under continuous batching; with a cost device and kModel, `modeled_s`
+/// (when not null) receives the Σ of the passes' roofline times.
+engine::ServingRun run_continuous_on(const RunSetup& setup, const std::vector<engine::Request>& requests,
+                                     double* modeled_s = nullptr);
+/// \brief `requests` under static batching (wasted rows computed on the model); `modeled_s`
+/// as for `run_continuous_on`.
+engine::ServingRun run_static_on(const RunSetup& setup, const std::vector<engine::Request>& requests,
+                                 double* modeled_s = nullptr);
 
-/// \brief "model" or "cost-model (10 ms/step + 0.2 ms/row, virtual time)".
+/// \brief "model …", "cost model (FakeExecutor: 10 ms per pass + 0.2 ms per row …)" or, with a
+/// cost device, "cost model (roofline, H200 …)".
 std::string describe(const RunSetup& setup);
 
 /// \brief Throughput and latency of static (batch size `setup.batcher.batch_size`) and

@@ -19,9 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "chapters/ch05_quantization/modeled_decode.h"
 #include "chapters/ch05_quantization/sweep.h"
 #include "chapters/ch05_quantization/tables.h"
 #include "common/cli/cli_checks.h"
+#include "common/cli/cost_device.h"
 #include "common/cli/program.h"
 #include "common/data_path.h"
 #include "common/engine/model/device_info.h"
@@ -38,6 +40,7 @@ struct Args {
   bool act_order = false;
   DataOptions data;
   bool tour = false;
+  std::string cost_device;  // --cost-device: modeled decode speed per format on that GPU
   std::string json;
 };
 
@@ -96,6 +99,7 @@ std::vector<std::string> default_models() {
 int run(Args& a) {
   const std::vector<SweepConfig> table = configs(a);  // flags first: fail before loading
   const std::string device = engine::device_name();  // first: a missing GPU is one clear error
+  const roofline::Device* cost_device = cli::cost_device(a.cost_device);
   if (a.models.empty()) a.models = default_models();
   std::printf("ch05_quantization: weight-only INT8/INT4 quantization — RTN, GPTQ, AWQ\n");
   std::printf("  device  %s [%s backend]\n", device.c_str(), engine::kernel_backend());
@@ -103,6 +107,9 @@ int run(Args& a) {
   nlohmann::json report = make_report("ch05_quantization", engine::kernel_backend(), device);
   report["step_clock"] = probe_clock_name();
   nlohmann::json& records = report["records"];
+  if (cost_device != nullptr) {
+    report["cost_model"] = cli::cost_model_json(*cost_device, roofline::Precision::dense(2));
+  }
   bool ok = true;
   for (const std::string& spec : a.models) {
     const ModelData data = load_model_data(spec, a.data);
@@ -120,6 +127,7 @@ int run(Args& a) {
       ok = ok && rows.back().decode.check_ok;
     }
     print_results(data, rows, a.data, records);
+    if (cost_device != nullptr) print_modeled_decode(data, rows, *cost_device, records);
     print_outliers(data, records);
     print_awq_choices(data, rows, records);
   }
@@ -156,6 +164,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed,-s", a.data.seed, "seed of the random token sequences used when the text "
                  "sample is absent")->capture_default_str()->check(nanoserve::cli::seed_range());
   app.add_flag("--check", a.data.check, "run the CPU oracle alongside every decode step and compare logits");
+  nanoserve::cli::add_cost_device_flag(app, a.cost_device);
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: one model, INT4 g128 and INT8, "
                "fewer documents, --check");

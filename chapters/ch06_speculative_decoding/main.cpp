@@ -21,7 +21,9 @@
 #include "chapters/ch06_speculative_decoding/spec_inputs.h"
 #include "common/engine/model/device_info.h"
 #include "chapters/ch06_speculative_decoding/draft_factory.h"
+#include "chapters/ch06_speculative_decoding/spec_roofline.h"
 #include "common/cli/cli_checks.h"
+#include "common/cli/cost_device.h"
 #include "common/cli/program.h"
 #include "common/model_bundle.h"
 #include "common/report.h"
@@ -43,6 +45,7 @@ struct Args {
   bool warnings = true;
   bool oracle = false;
   bool tour = false;
+  std::string cost_device;        // --cost-device: c and verify from the roofline model too
   std::string json;
 };
 
@@ -124,6 +127,13 @@ int run(Args a) {
   report["model"] = model_name;
   report["prompts"] = in.source;
   nlohmann::json& records = report["records"];
+  // --cost-device: the same α with c and verify costs modeled on that GPU, fp32 as run here,
+  // every sequence at mid-request context.
+  const roofline::Device* cost_device = cli::cost_device(a.cost_device);
+  const roofline::Precision cost_precision = roofline::Precision::dense(4);
+  const int cost_context = a.prompt_tokens + a.tokens / 2;
+  std::string modeled_table;
+  if (cost_device != nullptr) report["cost_model"] = cli::cost_model_json(*cost_device, cost_precision);
   std::vector<ch06::SweepRow> rows, warn_rows;
   std::vector<ch06::SweepDraft> oracle_drafts;
   std::vector<Model> oracle_models;
@@ -140,11 +150,16 @@ int run(Args a) {
       j["dequantized"] = d.dequantized;
       records.push_back(j);
     };
+    const std::size_t first_row = rows.size();
     for (const ch06::SweepCase& c : cases) {
       for (int g : a.gammas) {
         rows.push_back(ch06::measure_sweep_row(target_backend, *d.proposer, label, c, in.prompts, g, a.repeats));
         record(rows.back(), "sweep");
       }
+    }
+    if (cost_device != nullptr) {
+      ch06::add_modeled_rows(std::vector<ch06::SweepRow>(rows.begin() + std::ptrdiff_t(first_row), rows.end()), target.config,
+                             s, cost_context, cost_precision, *cost_device, modeled_table, records);
     }
     if (a.warnings) {
       for (const ch06::SweepCase& c : warning_cases) {
@@ -173,6 +188,14 @@ int run(Args a) {
   if (a.warnings) {
     print_rows(("when it does not pay: temperature 2, and 4-token replies (gamma " +
                 std::to_string(warning_gamma) + ")").c_str(), warn_rows);
+  }
+  if (cost_device != nullptr) {
+    std::printf("\n== %s, %s, context %d: alpha as measured above, c and verify_x from the model ==\n"
+                "%-8s %-24s %5s %6s %9s %9s %8s %10s\n%s"
+                "(speedup: %s, as above; predicted = E(a,k) / (k c + verify_x) over the rounds the run "
+                "had)\n", cli::modeled_label(*cost_device).c_str(), cost_precision.label().c_str(),
+                cost_context, "case", "draft", "gamma", "alpha", "c model", "verify_x", "speedup",
+                "predicted", modeled_table.c_str(), sim ? "simulated (CPU time)" : "measured");
   }
   if (a.oracle) {
     const std::vector<ch06::SweepRow> o = ch06::spec_sweep(target, oracle_drafts, in.prompts, cases,
@@ -216,6 +239,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 100));
   app.add_flag("!--no-warnings", a.warnings, "skip the high-temperature and short-reply rows");
   app.add_flag("--oracle", a.oracle, "also run every row through the CPU oracle");
+  nanoserve::cli::add_cost_device_flag(app, a.cost_device);
   app.add_option("--json", a.json, "also write every row as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: three drafts, gamma 1 and 4, 12 tokens");
   return nanoserve::cli::run_program("ch06_speculative_decoding", app, argc, argv, [&] {

@@ -108,7 +108,7 @@ std::vector<int> FakeExecutor::execute(const engine::SchedulerOutput& out) {
   const int rows = out.num_batched_tokens() + out.num_wasted_rows;
   ++num_steps_;
   num_rows_ += rows;
-  if (clock_ != nullptr) clock_->advance(cost_.step_s + cost_.row_s * rows);
+  if (clock_ != nullptr) clock_->advance(cost_.pass_s ? cost_.pass_s(out) : cost_.step_s + cost_.row_s * rows);
   return sampled;
 }
 

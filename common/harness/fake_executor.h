@@ -18,9 +18,13 @@
 /// Cost model (virtual time): each pass advances the clock by step_s + row_s · (rows +
 /// wasted rows): a fixed cost (reading the weights once per step, which dominates a decode)
 /// plus a per-row cost (the FLOPs of each token). Attention's growth with context is left
-/// out on purpose: the fake is for scheduling behaviour, not performance claims.
+/// out on purpose: the fake is for scheduling behaviour, not performance claims. With
+/// `FakeCostModel::pass_s` set (chapter 4's `--executor cost-model --cost-device NAME`) the
+/// clock advances by that function of the pass instead — the roofline model of a named GPU
+/// (modeled_executor.h), where attention's growth with context is counted.
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/engine/serve/executor.h"
@@ -28,10 +32,18 @@
 
 namespace nanoserve::harness {
 
-/// \brief Virtual seconds a fake forward pass takes: step_s + row_s · rows.
+/// \brief Virtual seconds a fake forward pass takes: step_s + row_s · rows, or `pass_s(output)`
+/// when it is set.
 struct FakeCostModel {
+  /// \brief The defaults: 10 ms per pass + 0.2 ms per row.
+  FakeCostModel() = default;
+  /// \brief `step` seconds per pass + `row` seconds per row.
+  FakeCostModel(double step, double row) : step_s(step), row_s(row) {}
   double step_s = 0.010;  ///< fixed cost per forward pass
   double row_s = 0.0002;  ///< cost per computed row (wasted rows included)
+  /// \brief When set, the seconds of a pass instead of step_s + row_s · rows (e.g. a
+  /// `PassTimer`, modeled_executor.h).
+  std::function<double(const engine::SchedulerOutput&)> pass_s;
 };
 
 /// \brief The fake model's token at position `n` of a context `tokens[0..n)`: greedy

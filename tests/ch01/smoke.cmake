@@ -47,3 +47,10 @@ nanoserve_smoke_test(ch01.nanoserve_generate_gpu LABELS ${CH01_LABELS}
 nanoserve_smoke_test(ch01.nanoserve_eval_gpu LABELS ${CH01_LABELS} EXPECT "perplexity"
   COMMAND $<TARGET_FILE:nanoserve> eval -m synthetic:tiny --device gpu --window 64
           --text "${CMAKE_CURRENT_SOURCE_DIR}/cli/two_documents.txt")
+# --cost-device: the roofline model of every step beside the simulated time (docs/roofline.md).
+nanoserve_smoke_test(ch01.cost_device LABELS ${CH01_LABELS}
+  EXPECT "modeled \\(roofline, H200\\), fp16: the same passes" "naive-cache +[0-9.]+ +[0-9.]+"
+         "attention +[0-9]+ "
+  JSON FIELDS ${NS_REPORT_FIELDS} cost_model
+  RECORDS "modeled_latency:mode,step,position,rows,device,modeled_ms,ms"
+  COMMAND ${CH01} --model synthetic:tiny --steps 4 --dtype fp16 --cost-device h200)

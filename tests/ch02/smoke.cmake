@@ -17,14 +17,17 @@ nanoserve_smoke_test(ch02.utilization_tiny LABELS ${CH02_LABELS}
   COMMAND ${CH02} utilization --model synthetic:tiny)
 # The scenarios that run the model, small: both modes must give identical outputs (the program
 # exits non-zero and prints NO otherwise).
+# With --cost-device (docs/roofline.md) the turns are also modeled with prefix caching off and on.
 nanoserve_smoke_test(ch02.multiturn_tiny LABELS ${CH02_LABELS}
   EXPECT "replies identical with and without prefix caching \\(6 turns\\): yes"
-  JSON FIELDS ${CH02_FIELDS}
+         "modeled \\(roofline, L4\\), fp32: prefix caching off [0-9.]+ ms, on [0-9.]+ ms"
+  JSON FIELDS ${CH02_FIELDS} cost_model
   RECORDS "multiturn_summary:prefix_caching,turns,prefill_tokens_computed,prefill_tokens_skipped,hit_rate,rows_computed,cpu_seconds"
           "multiturn_turn:prefix_caching,session,turn,prompt_tokens,cached_tokens,computed_tokens,reply"
           "multiturn_check:identical,turns"
+          "modeled_multiturn:device,modeled_off_s,modeled_on_s,cpu_seconds_off,cpu_seconds_on"
   COMMAND ${CH02} multiturn --model synthetic:tiny --new-tokens 3
-          --chats "${CMAKE_CURRENT_SOURCE_DIR}/ch02/data/short_chats.txt")
+          --chats "${CMAKE_CURRENT_SOURCE_DIR}/ch02/data/short_chats.txt" --cost-device l4)
 nanoserve_smoke_test(ch02.parallel_sampling_tiny LABELS ${CH02_LABELS}
   EXPECT "identical shared and unshared \\(same seeds\\): yes"
   JSON FIELDS ${CH02_FIELDS}

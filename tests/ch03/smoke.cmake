@@ -25,3 +25,10 @@ add_test(NAME ch03.bad_length_dist
 add_test(NAME ch03.bad_batch_size
          COMMAND ${CH03_EXPECT_FAILURE} "batch-sizes" ${CH03} --batch-sizes 0)
 set_tests_properties(ch03.bad_length_dist ch03.bad_batch_size PROPERTIES LABELS "${CH03_LABELS}")
+# --cost-device: Σ modeled pass time of every batch size beside the clock's.
+nanoserve_smoke_test(ch03.cost_device LABELS ${CH03_LABELS}
+  EXPECT "modeled \\(roofline, A100-80GB\\), fp32 weights and KV.*modeled t/s"
+  JSON FIELDS ${NS_REPORT_FIELDS} model clock cost_model
+  RECORDS "static:batch_size,modeled_s,modeled_output_tokens_per_s"
+  COMMAND ${CH03} --model synthetic:tiny -n 3 --batch-sizes 3 --prompt-len uniform:4:8
+          --output-len uniform:2:4 --clock cpu --cost-device a100)

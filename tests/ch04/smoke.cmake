@@ -13,10 +13,12 @@ set(CH04_FIELDS ${NS_REPORT_FIELDS} model clock executor)
 set(CH04_SERVING_RECORDS "serving:${NS_SERVING_METRIC_FIELDS}" "kv_timeline:config,points"
                          "latency_cdf:config,ttft_s,e2e_s")
 # Continuous batching with a small pool and static batching alongside, JSON read back.
+# With --cost-device the same passes are also modeled on that GPU (docs/roofline.md).
 nanoserve_smoke_test(ch04.continuous_tiny LABELS ${CH04_LABELS} EXPECT "static b=2"
-  JSON FIELDS ${CH04_FIELDS} RECORDS ${CH04_SERVING_RECORDS}
+  "modeled \\(roofline, H100 SXM\\), fp32: the same passes take continuous [0-9.]+ ms busy"
+  JSON FIELDS ${CH04_FIELDS} cost_model RECORDS ${CH04_SERVING_RECORDS} "serving:modeled_s"
   COMMAND ${CH04} ${CH04_TINY} --num-blocks 8 --block-size 4 --max-num-batched-tokens 8
-          --compare-static 2)
+          --compare-static 2 --cost-device h100)
 nanoserve_smoke_test(ch04.no_chunked_prefill LABELS ${CH04_LABELS} EXPECT "chunked prefill off"
   JSON FIELDS ${CH04_FIELDS} RECORDS ${CH04_SERVING_RECORDS}
   COMMAND ${CH04} ${CH04_TINY} --no-chunked-prefill --max-model-len 32)
@@ -46,3 +48,9 @@ add_test(NAME ch04.bad_rate_zero
          COMMAND ${CH04_EXPECT_FAILURE} "--rate: '0' is not a number in \\(0, inf\\]" ${CH04} --model synthetic:tiny --rate 0)
 set_tests_properties(ch04.bad_rate ch04.bad_num_blocks ch04.bad_trace ch04.bad_rate_zero
   PROPERTIES LABELS "${CH04_LABELS}")
+# --executor cost-model --cost-device: the virtual clock advances by each pass's roofline time.
+nanoserve_smoke_test(ch04.sweep_rate_roofline LABELS ${CH04_LABELS}
+  EXPECT "each pass at its modeled \\(roofline, RTX 4090\\) time" "inf \\|"
+  JSON FIELDS ${CH04_FIELDS} cost_model RECORDS "rate_sweep:rate,policy,executor,cost_device"
+  COMMAND ${CH04} sweep-rate --model synthetic:tiny -n 8 --executor cost-model --rates 2,inf
+          --cost-device rtx4090)

@@ -73,3 +73,10 @@ set_tests_properties(cli.generate_truncated_nsqm PROPERTIES FIXTURES_REQUIRED ch
 set_tests_properties(cli.quantize_unknown_method cli.quantize_bits3 cli.quantize_act_order_needs_gptq
   cli.generate_truncated_nsqm cli.generate_bad_version_nsqm
   PROPERTIES LABELS "${CH05_CLI_LABELS}")
+# --cost-device: modeled decode step per format, of the model and of Llama-2-7B, vs fp16.
+nanoserve_smoke_test(ch05.cost_device LABELS ${CH05_LABELS}
+  EXPECT "decode speed, modeled \\(roofline, H200\\)" "rtn int4-g32-asym +int4-g32-asym \\(fp16 act\\)"
+  JSON FIELDS ${NS_REPORT_FIELDS} cost_model
+  RECORDS "modeled_decode:model,method,format,modeled_as,device,step_modeled_s,speedup_vs_fp16_modeled,llama2_7b_step_modeled_s,llama2_7b_speedup_vs_fp16_modeled,measured_tokens_per_s"
+  COMMAND ${CH05} --model synthetic:tiny --methods rtn --formats int4-g32-asym
+          --eval-docs 1 --kl-docs 1 --calib-docs 1 --decode-steps 2 --cost-device h200)

@@ -31,3 +31,10 @@ add_test(NAME ch06.unknown_flag
          COMMAND ${CH06_EXPECT_FAILURE} "not expected" ${CH06} --bogus)
 set_tests_properties(ch06.unknown_draft ch06.draft_deeper_than_target ch06.bad_gamma
   ch06.unknown_flag PROPERTIES LABELS "${CH06_LABELS}")
+# --cost-device: the paper's prediction with α measured and c, verify from the roofline model.
+nanoserve_smoke_test(ch06.cost_device LABELS ${CH06_LABELS}
+  EXPECT "modeled \\(roofline, H200\\), fp32, context [0-9]+: alpha as measured"
+  JSON FIELDS ${NS_REPORT_FIELDS} model prompts cost_model
+  RECORDS "modeled:case,draft,gamma,alpha,c_modeled,verify_modeled,measured_speedup,predicted_speedup_modeled,device"
+  COMMAND ${CH06} --model synthetic:tiny --drafts layers-1 --gammas 2 --tokens 3 --no-warnings
+          --cost-device h200)

@@ -161,3 +161,9 @@ bad_input_test(unknown_subcommand common ${BI_FAIL} "'serve' is not a subcommand
                ${BI_NS} serve)
 bad_input_test(unknown_subcommand_help common ${BI_FAIL} "'serve' is not a subcommand"
                ${BI_NS} serve --help)
+# --cost-device takes a name of the roofline table; anything else is refused with the list.
+bad_input_test(unknown_cost_device_ch03 ch03 ${BI_FAIL}
+               "--cost-device: unknown device 'h300' \\(known: a100, h100, h200, l4, rtx4090\\)"
+               ${BI_CH03} -m synthetic:tiny --cost-device h300)
+bad_input_test(unknown_cost_device_ch04 ch04 ${BI_FAIL} "unknown device 'H200' \\(known: a100, h100"
+               ${BI_CH04} sweep-rate -m synthetic:tiny --executor cost-model --cost-device H200)
