@@ -24,6 +24,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#if defined(__CUDACC__)
+#include <cuda_pipeline_primitives.h>  // __pipeline_memcpy_async (kernels/sim/pipeline.h)
+#endif
 /// \brief 1 when kernels run on a real GPU (nvcc / `cuda` preset), 0 in the simulator.
 #define NANOSERVE_REAL_CUDA 1
 #else

@@ -69,6 +69,7 @@ void BlockScheduler::end_launch() {
 bool BlockScheduler::run_block(uint3 block_idx, Order order, std::uint64_t seed) {
   block_idx_ = block_idx;
   blockIdx = block_idx;
+  ++block_serial_;
   for (SimThread& t : threads_) {
     t.state = ThreadState::kUnstarted;
     t.wait = WaitKind::kNone;
