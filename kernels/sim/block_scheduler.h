@@ -40,6 +40,7 @@ struct LaunchSpec {
   dim3 grid;                      ///< grid dimensions
   dim3 block;                     ///< block dimensions
   std::size_t smem_bytes = 0;     ///< dynamic shared memory per block
+  const void* kernel = nullptr;   ///< the kernel's address (names it in race reports)
 };
 
 /// \brief Life cycle of a simulated thread within one block.

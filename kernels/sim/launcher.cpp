@@ -141,7 +141,7 @@ cudaError_t launch_kernel(const void* kernel, dim3 grid, dim3 block, std::size_t
     if (e != cudaSuccess || recorded) return e;
   }
 
-  const LaunchSpec spec{body, closure, grid, block, smem_bytes};
+  const LaunchSpec spec{body, closure, grid, block, smem_bytes, kernel};
   const std::uint64_t total = std::uint64_t{grid.x} * grid.y * grid.z;
   const Permutation order(opts.order, opts.seed, total);
   std::atomic<std::uint64_t> next{0};

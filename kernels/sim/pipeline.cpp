@@ -12,6 +12,7 @@
 
 #include "kernels/sim/block_scheduler.h"
 #include "kernels/sim/device_memory.h"
+#include "kernels/sim/racecheck.h"
 
 namespace nanoserve::sim {
 namespace {
@@ -28,7 +29,7 @@ struct AsyncCopy {
 };
 
 struct ThreadPipeline {
-  std::vector<AsyncCopy> pending;             // issued since the last commit
+  std::vector<AsyncCopy> pending;              // issued since the last commit
   std::deque<std::vector<AsyncCopy>> batches;  // committed, oldest first
 };
 
@@ -73,12 +74,13 @@ void complete(BlockScheduler& s, const AsyncCopy& c, Site wait_site) {
   for (std::size_t i = 0; i < c.size; ++i) {
     if (c.dst[i] != kPoison) {
       s.kernel_fault("thread " + format_index(s.current().idx) +
-                     ": the destination of the async copy issued at " + format_site(c.site) +
-                     " (" + hex(c.dst) + ") was written before __pipeline_wait_prior (" +
+                     ": the destination of the async copy issued at " + format_site(c.site) + " (" +
+                     hex(c.dst) + ") was written before __pipeline_wait_prior (" +
                      format_site(wait_site) + ") completed it");
     }
   }
   std::memcpy(c.dst, c.data, c.size);
+  race_async_complete(c.dst, c.size, wait_site);
 }
 
 }  // namespace
@@ -90,20 +92,22 @@ void pipeline_memcpy_async(void* dst, const void* src, std::size_t size, std::si
     misuse(s, site, "size_and_align " + std::to_string(size) + " must be 4, 8 or 16");
   }
   if (zfill > size) {
-    misuse(s, site, "zfill " + std::to_string(zfill) + " exceeds size_and_align " +
-                        std::to_string(size));
+    misuse(s, site,
+           "zfill " + std::to_string(zfill) + " exceeds size_and_align " + std::to_string(size));
   }
   const auto d = reinterpret_cast<std::uintptr_t>(dst);
   const auto g = reinterpret_cast<std::uintptr_t>(src);
   if (d % size != 0 || g % size != 0) {
-    misuse(s, site, "destination " + hex(dst) + " and source " + hex(src) +
-                        " must both be aligned to " + std::to_string(size) + " bytes");
+    misuse(s, site,
+           "destination " + hex(dst) + " and source " + hex(src) + " must both be aligned to " +
+               std::to_string(size) + " bytes");
   }
   const std::size_t read = size - zfill;
   const MemoryRegion region = find_region(MemoryKind::kDevice, src);
   if (!region.found || g + read > region.base + region.size) {
-    misuse(s, site, "source " + hex(src) + " (" + std::to_string(read) +
-                        " bytes) is not inside a cudaMalloc allocation (global memory)");
+    misuse(s, site,
+           "source " + hex(src) + " (" + std::to_string(read) +
+               " bytes) is not inside a cudaMalloc allocation (global memory)");
   }
   if (find_region(MemoryKind::kDevice, dst).found) {
     misuse(s, site, "destination " + hex(dst) + " is global memory; it must be shared memory");
@@ -112,6 +116,7 @@ void pipeline_memcpy_async(void* dst, const void* src, std::size_t size, std::si
   std::memcpy(copy.data, src, read);
   std::memset(copy.data + read, 0, size - read);
   std::memset(dst, kPoison, size);  // undefined until the wait
+  race_async_issue(dst, size, site);
   pipeline_of_current(s).pending.push_back(copy);
 }
 
