@@ -206,6 +206,7 @@ void report(RaceBlock& b, std::uintptr_t address, const std::string& what) {
 
 void describe_conflict(RaceBlock& b, std::uintptr_t address, const Access& earlier,
                        const Access& now) {
+  if (!b.error.empty()) return;  // symbolizing is slow: only for the race that is reported
   const bool same_warp = earlier.thread / 32 == now.thread / 32;
   report(b, address,
          thread_name(earlier.thread) + (earlier.write ? " writes" : " reads") + " at " +
@@ -219,6 +220,7 @@ void describe_conflict(RaceBlock& b, std::uintptr_t address, const Access& earli
 
 void check_byte(RaceBlock& b, ByteShadow& s, std::uintptr_t address, const Access& now) {
   if (s.pending != 0 && s.pending_block == b.block_id) {
+    if (!b.error.empty()) return;
     const PendingCopy& copy = b.pending[s.pending - 1];
     report(b, address,
            thread_name(now.thread) + (now.write ? " writes" : " reads") + " at " + where(now) +
@@ -295,7 +297,7 @@ std::string race_block_end() {
 
 void race_access(const void* addr, std::size_t size, bool write, const void* pc) {
   RaceBlock* b = tl_block;
-  if (b == nullptr) return;
+  if (b == nullptr || !b->error.empty()) return;  // one race per block is reported
   const auto base = reinterpret_cast<std::uintptr_t>(addr);
   if (shadow_of(*b, base) == nullptr && shadow_of(*b, base + size - 1) == nullptr) return;
   const Access now{b->epoch, b->events, current_thread(), write, pc, {nullptr, 0}};

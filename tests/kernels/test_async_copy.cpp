@@ -11,6 +11,9 @@
 #include "common/tolerances.h"
 #include "tests/kernels/kernel_oracle_support.h"
 #include "tests/kernels/kernel_test_support.h"
+#if !NANOSERVE_REAL_CUDA
+#include "kernels/sim/racecheck.h"  // racecheck_enabled()
+#endif
 
 namespace nanoserve {
 namespace {
@@ -105,13 +108,6 @@ TEST_F(AsyncCopy, DoubleBufferedGemmMatchesTheOracleOnAwkwardSizes) {
 }
 
 #if !NANOSERVE_REAL_CUDA  // the simulator's enforcement of the rules
-}  // namespace
-}  // namespace nanoserve
-
-#include "kernels/sim/racecheck.h"
-
-namespace nanoserve {
-namespace {
 
 // Two batches; waits for all but the newest, then reads both destinations.
 __global__ void wait_prior_one(const float* in, float* out) {
