@@ -15,7 +15,9 @@ namespace {
 
 // Every block checks in at `arrived` and waits (at most `budget_ns`) until all blocks of the
 // grid have: they can only all meet if they run at the same time. Then each adds 1 to `plain`
-// without an atomic and to `counted` with one, `iterations` times.
+// without an atomic (with a delay between the read and the write, so that the race shows up
+// even when the OS threads are time-sliced on a busy machine) and to `counted` with one,
+// `iterations` times.
 __global__ void meet_then_increment(int* arrived, int* met, volatile int* plain, int* counted,
                                     long long budget_ns, int iterations) {
   if (threadIdx.x != 0) return;
@@ -25,7 +27,10 @@ __global__ void meet_then_increment(int* arrived, int* met, volatile int* plain,
   }
   if (atomicAdd(arrived, 0) == static_cast<int>(gridDim.x)) atomicAdd(met, 1);
   for (int i = 0; i < iterations; ++i) {
-    *plain = *plain + 1;  // a data race between blocks
+    const int seen = *plain;  // a data race between blocks: read, ...
+    volatile int delay = 0;   // ... a window in which another block (or a preemption) can
+    while (delay < 32) delay = delay + 1;  // come in, ...
+    *plain = seen + 1;                     // ... write back
     atomicAdd(counted, 1);
   }
 }
@@ -55,21 +60,21 @@ TEST(SimConcurrency, BlocksOfOneLaunchRunOnSeveralOsThreadsAtOnce) {
 
 TEST(SimConcurrency, PlainIncrementsLoseUpdatesAcrossBlocksWhileAtomicsDoNot) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two CPUs";
-  constexpr int kBlocks = 4, kIterations = 200'000, kTotal = kBlocks * kIterations;
+  constexpr int kBlocks = 4, kIterations = 50'000, kTotal = kBlocks * kIterations;
   // One OS thread: blocks run one after another, nothing is lost.
   const Outcome serial = run(1, kBlocks, 0, kIterations);
   EXPECT_EQ(serial.plain, kTotal);
   EXPECT_EQ(serial.counted, kTotal);
   // Four: the atomic total is exact every time, the plain one falls short at least once.
   bool lost = false;
-  for (int attempt = 0; attempt < 10 && !lost; ++attempt) {
+  for (int attempt = 0; attempt < 20 && !lost; ++attempt) {
     const Outcome concurrent = run(kBlocks, kBlocks, 10'000'000'000LL, kIterations);
     ASSERT_EQ(concurrent.met, kBlocks);
     ASSERT_EQ(concurrent.counted, kTotal);
     EXPECT_LE(concurrent.plain, kTotal);
     lost = concurrent.plain < kTotal;
   }
-  EXPECT_TRUE(lost) << "no update was lost in 10 concurrent runs";
+  EXPECT_TRUE(lost) << "no update was lost in 20 concurrent runs";
 }
 
 }  // namespace
