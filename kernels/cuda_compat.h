@@ -28,6 +28,7 @@
 #include <cooperative_groups.h>  // the simulator: kernels/sim/cooperative_groups.h
 #include <cooperative_groups/reduce.h>
 #include <mma.h>  // nvcuda::wmma (the simulator provides it in kernels/sim/wmma.h)
+#include <cuda_pipeline_primitives.h>  // __pipeline_memcpy_async (kernels/sim/pipeline.h)
 #endif
 /// \brief 1 when kernels run on a real GPU (nvcc / `cuda` preset), 0 in the simulator.
 #define NANOSERVE_REAL_CUDA 1
@@ -89,6 +90,16 @@ void run_closure(const void* closure) {
   const Closure& c = *static_cast<const Closure*>(closure);
   std::apply(c.kernel, c.args);
 }
+/// \brief Copies a launch's closure (its kernel arguments, by value) for a captured graph.
+template <typename Closure>
+void* copy_closure(const void* closure) {
+  return new Closure(*static_cast<const Closure*>(closure));
+}
+/// \brief Frees a closure made by copy_closure.
+template <typename Closure>
+void free_closure(void* closure) {
+  delete static_cast<Closure*>(closure);
+}
 }  // namespace detail
 
 #if defined(__CUDACC__) || !NANOSERVE_REAL_CUDA
@@ -108,7 +119,8 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_b
   };
   const Closure closure{kernel, std::tuple<Params...>(std::forward<Args>(args)...)};
   sim::launch_kernel(reinterpret_cast<const void*>(kernel), grid, block, smem_bytes, stream.stream,
-                     &detail::run_closure<Closure>, &closure);
+                     &detail::run_closure<Closure>, &closure, &detail::copy_closure<Closure>,
+                     &detail::free_closure<Closure>);
 #endif
   cuda_check(cudaGetLastError(), "kernel launch", stream.file, stream.line);
 }

@@ -34,6 +34,35 @@ else()
   set_tests_properties(test_kernels.wmma_permuted_mapping PROPERTIES
     LABELS "kernels" ENVIRONMENT "NANOSERVE_SIM_WMMA_MAPPING=permuted")
 
+  # The shared-memory race checker (kernels/sim/racecheck.h): test binaries whose code is
+  # compiled with -fsanitize=thread instrumentation (no libtsan). test_racecheck holds the
+  # checker's own tests and the async-copy kernels; with -DNANOSERVE_RACECHECK_ALL=ON,
+  # test_kernels_racecheck is every kernel test and every kernel once more under the checker.
+  if(NOT NANOSERVE_SANITIZE)
+    function(nanoserve_racecheck_test name)
+      cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+      add_executable(${name} ${ARG_SOURCES})
+      target_link_libraries(${name} PRIVATE ${ARG_LIBS} nanoserve_common GTest::gtest
+                            GTest::gtest_main)
+      target_include_directories(${name} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
+      target_compile_definitions(${name} PRIVATE NANOSERVE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+        NANOSERVE_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data"
+        NANOSERVE_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+      nanoserve_project_flags(${name})
+      target_compile_options(${name} PRIVATE -fsanitize=thread -Wno-tsan)
+      gtest_discover_tests(${name} WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}"
+        DISCOVERY_MODE PRE_TEST TEST_SUFFIX ".racecheck" PROPERTIES LABELS "kernels")
+    endfunction()
+    nanoserve_racecheck_test(test_racecheck LIBS nanoserve_kernels
+      SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/kernels/test_racecheck.cpp"
+              "${CMAKE_CURRENT_SOURCE_DIR}/kernels/test_async_copy.cpp")
+    if(TARGET nanoserve_kernels_racecheck)
+      file(GLOB NANOSERVE_KERNEL_TESTS CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/kernels/*.cpp")
+      nanoserve_racecheck_test(test_kernels_racecheck LIBS nanoserve_kernels_racecheck
+                               SOURCES ${NANOSERVE_KERNEL_TESTS})
+    endif()
+  endif()
+
   # Simulator micro-benchmarks (fiber switch, barrier, shuffle, naive GEMV); a quick smoke run
   # keeps them working.
   add_executable(sim_microbench "${CMAKE_CURRENT_SOURCE_DIR}/kernels/bench/sim_microbench.cpp")

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "kernels/sim/block_scheduler.h"
+#include "kernels/sim/racecheck.h"
 
 namespace nanoserve::sim {
 namespace {
@@ -52,6 +53,7 @@ BarrierResult BlockScheduler::barrier(BarrierKind kind, int predicate, Site site
 }
 
 void BlockScheduler::release_barrier() {
+  race_barrier();  // a no-op unless the race checker runs this block
   const BarrierResult result{barrier_count_, static_cast<int>(barrier_waiters_.size())};
   for (SimThread* waiter : barrier_waiters_) {
     waiter->barrier_result = result;

@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "kernels/sim/permutation.h"
+#include "kernels/sim/racecheck.h"
 
 namespace nanoserve::sim {
 namespace {
@@ -69,6 +70,7 @@ void BlockScheduler::end_launch() {
 bool BlockScheduler::run_block(uint3 block_idx, Order order, std::uint64_t seed) {
   block_idx_ = block_idx;
   blockIdx = block_idx;
+  ++block_serial_;
   for (SimThread& t : threads_) {
     t.state = ThreadState::kUnstarted;
     t.wait = WaitKind::kNone;
@@ -93,10 +95,18 @@ bool BlockScheduler::run_block(uint3 block_idx, Order order, std::uint64_t seed)
   std::memset(dynamic_smem_.get(), 0xff, spec_->smem_bytes);
 
   Worker& first = pool_.take_idle();  // may throw (no memory for a stack): nothing started yet
+  const bool racecheck = racecheck_enabled();
+  if (racecheck) {
+    race_block_begin(spec_->kernel, num_threads_, dynamic_smem_.get(), spec_->smem_bytes);
+  }
   tl_active = this;
   pool_.switch_to(pool_.main_context(), first.context);
   // Back on the OS thread's stack: every thread exited, or the block failed.
   if (aborting_) unwind_all();
+  if (racecheck) {  // every thread has finished: the block's first race, if any, fails it
+    const std::string race = race_block_end();
+    if (!race.empty()) fail(race);
+  }
   current_ = nullptr;
   tl_active = nullptr;
   return !aborting_;

@@ -40,6 +40,7 @@ struct LaunchSpec {
   dim3 grid;                      ///< grid dimensions
   dim3 block;                     ///< block dimensions
   std::size_t smem_bytes = 0;     ///< dynamic shared memory per block
+  const void* kernel = nullptr;   ///< the kernel's address (names it in race reports)
 };
 
 /// \brief Life cycle of a simulated thread within one block.
@@ -101,6 +102,18 @@ class BlockScheduler {
   bool run_block(uint3 block_idx, Order order, std::uint64_t seed);
   /// \brief Description of the last failed block, prefixed with its index.
   const std::string& error() const { return error_; }
+  /// \brief The simulated thread running now (only while a block runs).
+  const SimThread& current() const { return *current_; }
+  /// \brief Threads per block of the running launch.
+  unsigned num_threads() const { return num_threads_; }
+  /// \brief Changes at every run_block: lets per-block state kept elsewhere (async copies, race
+  /// checking) notice a new block.
+  std::uint64_t block_serial() const { return block_serial_; }
+  /// \brief Bytes of dynamic shared memory of the running launch.
+  std::size_t dynamic_smem_bytes() const { return spec_->smem_bytes; }
+  /// \brief Fails the launch with `message` (prefixed with the block) from inside kernel code,
+  /// and leaves the kernel: for checks that live outside the scheduler.
+  [[noreturn]] void kernel_fault(const std::string& message) { fail_and_leave(message); }
   /// \brief Number of worker fibers this OS thread has created.
   std::size_t worker_count() const { return pool_.size(); }
 
@@ -144,6 +157,7 @@ class BlockScheduler {
   unsigned live_ = 0;
   SimThread* current_ = nullptr;
   bool aborting_ = false;
+  std::uint64_t block_serial_ = 0;
   uint3 block_idx_{0, 0, 0};
   std::string error_;
   std::unique_ptr<unsigned char[]> dynamic_smem_;

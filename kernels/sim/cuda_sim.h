@@ -15,6 +15,7 @@
 #include "kernels/sim/device_math.h"
 #include "kernels/sim/half_math.h"
 #include "kernels/sim/launch.h"
+#include "kernels/sim/pipeline.h"
 #include "kernels/sim/sync_ops.h"
 #include "kernels/sim/warp_ops.h"
 #include "kernels/sim/wmma.h"

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/sim/device_memory.h"
+#include "kernels/sim/graph_capture.h"
 #include "kernels/sim/runtime_state.h"
 
 namespace nanoserve::sim {
@@ -59,8 +60,9 @@ std::string check_host_pointer(const char* api, const char* role, const void* pt
          kind + " (arguments are (dst, src, count, kind))";
 }
 
+// Checks and performs a copy; with `perform` false only checks it (a copy being captured).
 cudaError_t copy(const char* api, void* dst, const void* src, std::size_t count,
-                 cudaMemcpyKind kind) {
+                 cudaMemcpyKind kind, bool perform = true) {
   if (count == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr) {
     return record_error(cudaErrorInvalidValue, std::string(api) + ": null pointer");
@@ -96,15 +98,15 @@ cudaError_t copy(const char* api, void* dst, const void* src, std::size_t count,
                               " is not a cudaMemcpyKind");
   }
   if (!problem.empty()) return record_error(cudaErrorInvalidValue, problem);
-  std::memmove(dst, src, count);
+  if (perform) std::memmove(dst, src, count);
   return cudaSuccess;
 }
 
-cudaError_t fill(const char* api, void* ptr, int value, std::size_t count) {
+cudaError_t fill(const char* api, void* ptr, int value, std::size_t count, bool perform = true) {
   if (count == 0) return cudaSuccess;
   const std::string problem = check_device_range(api, "destination", ptr, count);
   if (!problem.empty()) return record_error(cudaErrorInvalidValue, problem);
-  std::memset(ptr, value, count);
+  if (perform) std::memset(ptr, value, count);
   return cudaSuccess;
 }
 
@@ -133,20 +135,58 @@ cudaError_t free_checked(const char* api, MemoryKind kind, void* ptr) {
                           " allocation (freed twice, or never allocated?)");
 }
 
+// A copy (stream null: synchronous, on the legacy stream) as CUDA treats it during a capture:
+// checked, then recorded as a graph node instead of run, or refused.
+cudaError_t enqueue_copy(const char* api, void* dst, const void* src, std::size_t count,
+                         cudaMemcpyKind kind, cudaStream_t stream) {
+  if (any_capture_active()) {
+    if (const cudaError_t e = copy(api, dst, src, count, kind, false)) return e;
+    GraphNode node;
+    node.kind = NodeKind::kMemcpy;
+    node.dst = dst;
+    node.src = src;
+    node.count = count;
+    node.copy_kind = kind;
+    bool recorded = false;
+    const cudaError_t e = capture_or_run(api, stream, node, &recorded);
+    if (e != cudaSuccess || recorded) return e;
+  }
+  return copy(api, dst, src, count, kind);
+}
+
+cudaError_t enqueue_fill(const char* api, void* ptr, int value, std::size_t count,
+                         cudaStream_t stream) {
+  if (any_capture_active()) {
+    if (const cudaError_t e = fill(api, ptr, value, count, false)) return e;
+    GraphNode node;
+    node.kind = NodeKind::kMemset;
+    node.dst = ptr;
+    node.value = value;
+    node.count = count;
+    bool recorded = false;
+    const cudaError_t e = capture_or_run(api, stream, node, &recorded);
+    if (e != cudaSuccess || recorded) return e;
+  }
+  return fill(api, ptr, value, count);
+}
+
 }  // namespace
 }  // namespace nanoserve::sim
 
 using nanoserve::sim::MemoryKind;
 
 cudaError_t cudaMalloc(void** devPtr, size_t size) {
+  if (const cudaError_t e = nanoserve::sim::check_unsafe_during_capture("cudaMalloc")) return e;
   return nanoserve::sim::alloc("cudaMalloc", MemoryKind::kDevice, devPtr, size);
 }
 
 cudaError_t cudaFree(void* devPtr) {
+  if (const cudaError_t e = nanoserve::sim::check_unsafe_during_capture("cudaFree")) return e;
   return nanoserve::sim::free_checked("cudaFree", MemoryKind::kDevice, devPtr);
 }
 
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  if (const cudaError_t e = nanoserve::sim::check_unsafe_during_capture("cudaMallocHost")) return e;
   return nanoserve::sim::alloc("cudaMallocHost", MemoryKind::kPinnedHost, ptr, size);
 }
 
@@ -159,7 +199,7 @@ cudaError_t cudaFreeHost(void* ptr) {
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
-  return nanoserve::sim::copy("cudaMemcpy", dst, src, count, kind);
+  return nanoserve::sim::enqueue_copy("cudaMemcpy", dst, src, count, kind, nullptr);
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
@@ -168,11 +208,11 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaM
     return nanoserve::sim::record_error(cudaErrorInvalidResourceHandle,
                                         "cudaMemcpyAsync: the stream is not live");
   }
-  return nanoserve::sim::copy("cudaMemcpyAsync", dst, src, count, kind);
+  return nanoserve::sim::enqueue_copy("cudaMemcpyAsync", dst, src, count, kind, stream);
 }
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
-  return nanoserve::sim::fill("cudaMemset", devPtr, value, count);
+  return nanoserve::sim::enqueue_fill("cudaMemset", devPtr, value, count, nullptr);
 }
 
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
@@ -180,7 +220,7 @@ cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t 
     return nanoserve::sim::record_error(cudaErrorInvalidResourceHandle,
                                         "cudaMemsetAsync: the stream is not live");
   }
-  return nanoserve::sim::fill("cudaMemsetAsync", devPtr, value, count);
+  return nanoserve::sim::enqueue_fill("cudaMemsetAsync", devPtr, value, count, stream);
 }
 
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {

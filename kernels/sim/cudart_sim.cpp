@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "kernels/sim/graph_capture.h"
 #include "kernels/sim/launch.h"
 #include "kernels/sim/runtime_state.h"
 
@@ -61,6 +62,19 @@ constexpr ErrorText kErrors[] = {
     {cudaErrorAssert, "cudaErrorAssert", "device-side assert triggered"},
     {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState",
+     "the operation is not permitted in this state"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
+    {cudaErrorStreamCaptureImplicit, "cudaErrorStreamCaptureImplicit",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
+    {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread",
+     "attempt to terminate a thread-local capture sequence from another thread"},
+    {cudaErrorGraphExecUpdateFailure, "cudaErrorGraphExecUpdateFailure",
+     "the graph update was not performed because it included changes which violated constraints "
+     "specific to instantiated graph update"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 
@@ -127,7 +141,9 @@ cudaError_t cudaGetDevice(int* device) {
 }
 
 cudaError_t cudaSetDevice(int device) { return sim::check_device("cudaSetDevice", device); }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) {
+  return sim::check_unsafe_during_capture("cudaDeviceSynchronize");
+}
 cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
 
 cudaError_t cudaRuntimeGetVersion(int* runtimeVersion) {
@@ -240,6 +256,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     return sim::record_error(cudaErrorInvalidResourceHandle,
                              "cudaStreamDestroy: not a live stream (destroyed twice?)");
   }
+  sim::drop_capture(stream);
   delete stream;
   return cudaSuccess;
 }
@@ -249,10 +266,16 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     return sim::record_error(cudaErrorInvalidResourceHandle,
                              "cudaStreamSynchronize: not a live stream");
   }
-  return cudaSuccess;  // everything already ran when it was enqueued
+  // Everything already ran when it was enqueued; a capturing stream cannot be waited for.
+  return sim::check_sync_during_capture("cudaStreamSynchronize", stream);
 }
 
-cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  if (!sim::is_valid_stream(stream)) {
+    return sim::record_error(cudaErrorInvalidResourceHandle, "cudaStreamQuery: not a live stream");
+  }
+  return sim::check_sync_during_capture("cudaStreamQuery", stream);
+}
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
   if (!sim::is_valid_stream(stream) || !sim::is_live(event)) {

@@ -63,6 +63,10 @@ class ScopedOptions {
 
 /// \brief Runs the kernel once for the current simulated thread (type-erased closure call).
 using KernelBody = void (*)(const void* closure);
+/// \brief Copies a launch's closure onto the heap (how stream capture keeps the arguments).
+using ClosureCopy = void* (*)(const void* closure);
+/// \brief Destroys a closure made by a ClosureCopy.
+using ClosureFree = void (*)(void* closure);
 
 /// \brief Validates and runs a launch to completion on the CPU.
 ///
@@ -71,11 +75,14 @@ using KernelBody = void (*)(const void* closure);
 /// \param smem_bytes dynamic shared memory per block
 /// \param stream must be a default stream or a live created one
 /// \param body,closure run the kernel with its arguments
+/// \param copy,release copy and free the closure; while `stream` captures a graph the launch is
+///        recorded with a copy of its arguments instead of running (null: capture fails)
 /// \return cudaSuccess, or the error that `cudaGetLastError` will also return; the reason is in
 ///         `last_error_detail()`. After an error every simulated thread has been unwound and the
 ///         runtime is ready for the next launch.
 cudaError_t launch_kernel(const void* kernel, dim3 grid, dim3 block, std::size_t smem_bytes,
-                          cudaStream_t stream, KernelBody body, const void* closure);
+                          cudaStream_t stream, KernelBody body, const void* closure,
+                          ClosureCopy copy = nullptr, ClosureFree release = nullptr);
 
 /// \brief Why the most recent failing simulator call on this host thread failed
 /// (e.g. "block (3,0,0): threads wait at different __syncthreads: …"); empty if none failed.

@@ -5,9 +5,12 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "kernels/sim/block_scheduler.h"
+#include "kernels/sim/graph_capture.h"
 #include "kernels/sim/permutation.h"
 #include "kernels/sim/runtime_state.h"
 #include "kernels/sim/thread_pool.h"
@@ -93,7 +96,8 @@ void run_blocks(const LaunchSpec& spec, const Options& options, const Permutatio
 }  // namespace
 
 cudaError_t launch_kernel(const void* kernel, dim3 grid, dim3 block, std::size_t smem_bytes,
-                          cudaStream_t stream, KernelBody body, const void* closure) {
+                          cudaStream_t stream, KernelBody body, const void* closure,
+                          ClosureCopy copy, ClosureFree release) {
   const Options opts = options();
   if (!opts.env_error.empty()) return record_error(cudaErrorInvalidValue, opts.env_error);
   if (BlockScheduler::active() != nullptr) {
@@ -117,8 +121,27 @@ cudaError_t launch_kernel(const void* kernel, dim3 grid, dim3 block, std::size_t
   if (!is_valid_stream(stream)) {
     return record_error(cudaErrorInvalidResourceHandle, "launch on a stream that is not live");
   }
+  if (any_capture_active()) {  // record instead of running (kernels/sim/cudart_graph.cpp)
+    GraphNode node;
+    node.kind = NodeKind::kKernel;
+    node.kernel = kernel;
+    node.grid = grid;
+    node.block = block;
+    node.smem_bytes = smem_bytes;
+    node.body = body;
+    if (stream_is_capturing(stream)) {
+      if (copy == nullptr || release == nullptr) {
+        return record_error(cudaErrorStreamCaptureUnsupported,
+                            "this launch cannot be captured (no way to copy its arguments)");
+      }
+      node.closure = std::shared_ptr<void>(copy(closure), release);
+    }
+    bool recorded = false;
+    const cudaError_t e = capture_or_run("kernel launch", stream, std::move(node), &recorded);
+    if (e != cudaSuccess || recorded) return e;
+  }
 
-  const LaunchSpec spec{body, closure, grid, block, smem_bytes};
+  const LaunchSpec spec{body, closure, grid, block, smem_bytes, kernel};
   const std::uint64_t total = std::uint64_t{grid.x} * grid.y * grid.z;
   const Permutation order(opts.order, opts.seed, total);
   std::atomic<std::uint64_t> next{0};

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "kernels/sim/block_scheduler.h"
+#include "kernels/sim/racecheck.h"
 
 namespace nanoserve::sim {
 namespace {
@@ -122,6 +123,7 @@ void BlockScheduler::complete_group(WarpState& warp, std::size_t group_index) {
   warp.groups.erase(warp.groups.begin() + static_cast<std::ptrdiff_t>(group_index));
   const unsigned participants = group.arrived;
   const unsigned base = static_cast<unsigned>(&warp - warps_.data()) * 32;
+  race_warp_sync(base / 32, participants);  // a no-op unless the race checker runs this block
   unsigned ballot = 0;
   for (unsigned lane = 0; lane < 32; ++lane) {
     if ((participants >> lane) & 1u) ballot |= (threads_[base + lane].value != 0 ? 1u : 0u) << lane;

@@ -203,5 +203,36 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaFree(x));
     CUDA_CHECK(cudaFree(y));
   }
+
+  {  // CUDA graphs: 8 captured launches replayed, against the same 8 launched directly
+    constexpr int kLaunches = 8;
+    const int replays = 50 * scale;
+    cudaStream_t stream = nullptr;
+    CUDA_CHECK(cudaStreamCreate(&stream));
+    const auto direct = [&] {
+      for (int i = 0; i < kLaunches; ++i) launch(empty_kernel, dim3(1), dim3(32), 0, stream);
+    };
+    cudaGraph_t graph = nullptr;
+    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    direct();
+    CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    cudaGraphExec_t exec = nullptr;
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    const double per = 1e9 / (static_cast<double>(replays) * kLaunches);
+    print_row("8 launches (1x32) directly, per launch",
+              best_seconds(3, [&] { for (int r = 0; r < replays; ++r) direct(); }) * per, "ns");
+    print_row("the same 8 as a graph replay, per launch",
+              best_seconds(3,
+                           [&] {
+                             for (int r = 0; r < replays; ++r) {
+                               CUDA_CHECK(cudaGraphLaunch(exec, stream));
+                             }
+                           }) *
+                  per,
+              "ns");
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+    CUDA_CHECK(cudaStreamDestroy(stream));
+  }
   return 0;
 }
