@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/loaders/gguf_vocabulary.h"
 #include "common/tokenizer/byte_tokenizer.h"
+#include "common/tokenizer/hf_bpe_tokenizer.h"
 #include "common/tokenizer/llama_tokenizer.h"
 #include "common/tokenizer/load_tokenizer.h"
 
@@ -21,14 +22,18 @@ namespace {
 
 std::unique_ptr<Tokenizer> gguf_tokenizer(const std::string& path) {
   const GgufVocabulary vocab = load_gguf_vocabulary(path);
-  if (vocab.model != "llama") {
+  if (vocab.model != "llama" && vocab.model != "gpt2") {
     throw LoadError(path, "tokenizer.ggml.model",
-                    "'" + vocab.model + "' is not supported (only the SentencePiece-style "
-                    "'llama' vocabulary is); pass --tokenizer");
+                    "'" + vocab.model + "' is not supported ('llama': SentencePiece, 'gpt2': "
+                    "byte-level BPE); pass --tokenizer");
   }
   std::vector<int32_t> types;
   types.reserve(vocab.token_types.size());
   for (GgufTokenType t : vocab.token_types) types.push_back(static_cast<int32_t>(t));
+  if (vocab.model == "gpt2") {
+    return make_gguf_bpe_tokenizer(path, vocab.tokens, types, vocab.merges, vocab.pre,
+                                   vocab.bos_id, vocab.eos_id);
+  }
   return make_gguf_llama_tokenizer(path, vocab.tokens, vocab.scores, types, vocab.bos_id,
                                    vocab.eos_id, vocab.unk_id < 0 ? 0 : vocab.unk_id);
 }

@@ -180,6 +180,29 @@ std::unique_ptr<HfBpeTokenizer> load_hf_tokenizer(const std::string& path, int m
 /// tokens, above every Llama-family vocabulary in use (Llama 3: 128,256; Qwen2.5: 151,936).
 inline constexpr int kMaxHfVocab = 1 << 18;
 
+/// \brief Builds the byte-level BPE of a GGUF file whose `tokenizer.ggml.model` is `gpt2`
+/// (what llama.cpp writes for Llama 3, Qwen2, SmolLM2): the same tokenizer its
+/// `tokenizer.json` describes.
+///
+/// \param file        the GGUF path, for messages
+/// \param tokens      (n) `tokenizer.ggml.tokens`, in the GPT-2 byte alphabet
+/// \param token_types empty (all normal) or (n) `tokenizer.ggml.token_type`; control (3) and
+///                    user-defined (4) tokens are matched in the raw text like `added_tokens`
+///                    with normalized=false (control ones `special`)
+/// \param merges      `tokenizer.ggml.merges`, "left right" in rank order
+/// \param pre         `tokenizer.ggml.pre`, mapped by `gguf_pre_tokenizer` ("" reads as
+///                    "default", as llama.cpp does)
+/// \param bos_id      `tokenizer.ggml.bos_token_id`, −1 when absent
+/// \param eos_id      `tokenizer.ggml.eos_token_id` (required)
+/// \throws LoadError naming `file` and the metadata key (unknown pre-tokenizer, a merge that
+///         is not two tokens whose concatenation is a token, types of the wrong length, …).
+std::unique_ptr<HfBpeTokenizer> make_gguf_bpe_tokenizer(const std::string& file,
+                                                        std::vector<std::string> tokens,
+                                                        const std::vector<int32_t>& token_types,
+                                                        const std::vector<std::string>& merges,
+                                                        const std::string& pre, int64_t bos_id,
+                                                        int64_t eos_id);
+
 /// \brief `load_hf_tokenizer` on texts already in memory; the names are used in messages
 /// (the fuzz target calls this); `max_vocab` as for `load_hf_tokenizer`.
 std::unique_ptr<HfBpeTokenizer> parse_hf_tokenizer(std::string_view tokenizer_json,
