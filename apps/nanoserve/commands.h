@@ -21,5 +21,7 @@ Action add_info(CLI::App& parent);
 Action add_quantize(CLI::App& parent);
 /// \brief `nanoserve tokenize`: a text's token ids and pieces.
 Action add_tokenize(CLI::App& parent);
+/// \brief `nanoserve chat`: an interactive chat through the model's chat template.
+Action add_chat(CLI::App& parent);
 
 }  // namespace nanoserve::cli
