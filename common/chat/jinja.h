@@ -41,7 +41,9 @@ class Template {
   /// \brief Parses `source`; throws `TemplateError` ("line N: …") when it is not in the subset.
   explicit Template(const std::string& source);
   ~Template();
+  /// \brief Moves the parsed tree.
   Template(Template&&) noexcept;
+  /// \brief Moves the parsed tree.
   Template& operator=(Template&&) noexcept;
 
   /// \brief Renders with the names of `context` (a dict) defined; throws `TemplateError`.
