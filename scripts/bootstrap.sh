@@ -12,7 +12,7 @@ packages=(
   nlohmann-json3-dev       # JSON results, config.json, tokenizer.json
   libboost-context-dev     # fibers of the CUDA simulator
   libxxhash-dev            # prefix-cache block hashes
-  libpcre2-dev libicu-dev  # tokenizers: regex pre-tokenizers (PCRE2), NFC (ICU)
+  libpcre2-dev libutf8proc-dev  # tokenizers: regex pre-tokenizers (PCRE2), NFC (utf8proc)
   doxygen graphviz         # documentation
   clang libclang-rt-dev    # libFuzzer targets for the loaders
   python3 python3-matplotlib  # scripts/plot_results.py (tutorial plots from JSON results)

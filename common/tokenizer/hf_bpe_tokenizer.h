@@ -50,7 +50,7 @@ struct HfNormalizerStep {
   enum class Kind {
     kPrepend,  ///< `Prepend`: put `content` in front of non-empty text
     kReplace,  ///< `Replace` with a `String` pattern: every `pattern` becomes `content`
-    kNfc,      ///< `NFC`: Unicode canonical composition (ICU)
+    kNfc,      ///< `NFC`: Unicode canonical composition (utf8proc)
   };
   Kind kind;            ///< which normalizer
   std::string pattern;  ///< kReplace: the literal text replaced

@@ -1,25 +1,22 @@
 #include "common/tokenizer/unicode_nfc.h"
 
-#include <unicode/normalizer2.h>
-#include <unicode/unistr.h>
+#include <utf8proc.h>
+
+#include <cstdlib>
+#include <memory>
 
 #include "common/error.h"
 
 namespace nanoserve {
 
 std::string nfc_normalize(std::string_view text) {
-  UErrorCode status = U_ZERO_ERROR;
-  const icu::Normalizer2* nfc = icu::Normalizer2::getNFCInstance(status);
-  if (U_FAILURE(status)) throw InvalidArgument(std::string("ICU NFC: ") + u_errorName(status));
-  const icu::UnicodeString in =
-      icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
-  if (nfc->isNormalized(in, status) && U_SUCCESS(status)) return std::string(text);
-  status = U_ZERO_ERROR;
-  const icu::UnicodeString out = nfc->normalize(in, status);
-  if (U_FAILURE(status)) throw InvalidArgument(std::string("ICU NFC: ") + u_errorName(status));
-  std::string s;
-  out.toUTF8String(s);
-  return s;
+  utf8proc_uint8_t* out = nullptr;
+  const utf8proc_ssize_t n = utf8proc_map(
+      reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
+      &out, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  const std::unique_ptr<utf8proc_uint8_t, void (*)(void*)> owned(out, std::free);
+  if (n < 0) throw InvalidArgument(std::string("NFC (utf8proc): ") + utf8proc_errmsg(n));
+  return std::string(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
 }
 
 }  // namespace nanoserve
