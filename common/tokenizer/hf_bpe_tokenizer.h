@@ -112,9 +112,9 @@ class HfBpeTokenizer final : public Tokenizer {
   /// \brief Takes a validated spec (ids in range); throws `InvalidArgument` if it is not.
   explicit HfBpeTokenizer(HfBpeSpec spec);
 
-  /// \brief Normalize, split on added tokens, BPE each segment; optionally BOS/EOS around.
-  /// Bytes that are not valid UTF-8 are treated as one-byte characters (so they become
-  /// byte tokens or `<unk>`) instead of failing.
+  /// \brief Split on added tokens, normalize, pre-tokenize, BPE each word; optionally BOS/EOS
+  /// around. Bytes that are not valid UTF-8 are first replaced by U+FFFD (`utf8_lossy`), which
+  /// is what `tokenizers` receives from any caller holding a string, instead of failing.
   std::vector<int> encode(std::string_view text, bool add_bos, bool add_eos) const override;
   /// \brief The decoder applied to one token: a `Strip` after `Fuse` (which strips the start of
   /// the whole text) applies only when `prev_token` is BOS; a byte token gives its raw byte.
