@@ -37,5 +37,23 @@ set_target_properties(xxhash::xxhash PROPERTIES
   IMPORTED_LOCATION "${XXHASH_LIBRARY}"
   INTERFACE_INCLUDE_DIRECTORIES "${XXHASH_INCLUDE_DIR}")
 
+# PCRE2 (libpcre2-dev: the regex pre-tokenizers of byte-level BPE) and utf8proc
+# (libutf8proc-dev: NFC normalization), found by pkg-config; the cuda build links both
+# statically, like xxHash.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED libpcre2-8)
+pkg_check_modules(UTF8PROC REQUIRED libutf8proc)
+if(NANOSERVE_BACKEND STREQUAL "cuda")
+  find_library(PCRE2_LIBRARY NAMES libpcre2-8.a REQUIRED HINTS ${PCRE2_LIBRARY_DIRS})
+  find_library(UTF8PROC_LIBRARY NAMES libutf8proc.a REQUIRED HINTS ${UTF8PROC_LIBRARY_DIRS})
+else()
+  find_library(PCRE2_LIBRARY NAMES pcre2-8 REQUIRED HINTS ${PCRE2_LIBRARY_DIRS})
+  find_library(UTF8PROC_LIBRARY NAMES utf8proc REQUIRED HINTS ${UTF8PROC_LIBRARY_DIRS})
+endif()
+add_library(nanoserve::unicode INTERFACE IMPORTED)
+set_target_properties(nanoserve::unicode PROPERTIES
+  INTERFACE_LINK_LIBRARIES "${PCRE2_LIBRARY};${UTF8PROC_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${PCRE2_INCLUDE_DIRS};${UTF8PROC_INCLUDE_DIRS}")
+
 find_package(Doxygen OPTIONAL_COMPONENTS dot)
 find_package(Git QUIET)

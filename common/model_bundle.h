@@ -20,7 +20,30 @@ struct ModelBundle {
   ModelFormat format = ModelFormat::kSynthetic;  ///< where the weights came from
   std::string model_path;       ///< resolved file/directory ("" for synthetic)
   std::string tokenizer_path;   ///< resolved tokenizer file, "(embedded)" or "(bytes)"
+  /// \brief The Jinja chat template: `chat_template` of the HF directory's
+  /// `tokenizer_config.json` or GGUF `tokenizer.chat_template`; "" when the model has none.
+  std::string chat_template;
 };
+
+/// \brief A model's tokenizer and chat template without its weights (what
+/// `nanoserve tokenize` needs, even for a checkpoint too big to load here).
+struct TokenizerBundle {
+  std::unique_ptr<Tokenizer> tokenizer;  ///< never null
+  std::string tokenizer_path;            ///< resolved tokenizer, "(embedded)" or "(bytes)"
+  std::string chat_template;             ///< as in `ModelBundle`
+};
+
+/// \brief The tokenizer `load_model_bundle(model_spec, tokenizer_spec)` would give, read
+/// without the weights for GGUF files and HF directories (their vocabularies are bounded by
+/// `kMaxHfVocab` instead of the model's rows); llama2.c and synthetic models are loaded whole
+/// (their vocabulary size is in the checkpoint).
+TokenizerBundle load_model_tokenizer(const std::string& model_spec,
+                                     const std::string& tokenizer_spec = "");
+
+/// \brief The `chat_template` of a `tokenizer_config.json`: the string, or the entry named
+/// "default" of a list of `{name, template}`; "" when absent. Throws `LoadError` naming the
+/// file and field when it is something else.
+std::string read_chat_template(const std::string& tokenizer_config_path);
 
 /// \brief The embedded default: "stories260K.bin" when it can be found ($NANOSERVE_DATA,
 /// data/models), otherwise "synthetic:tiny".

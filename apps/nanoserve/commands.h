@@ -19,5 +19,9 @@ Action add_eval(CLI::App& parent);
 Action add_info(CLI::App& parent);
 /// \brief `nanoserve quantize`: a model's linears to INT8/INT4 (RTN, GPTQ, AWQ), as NSQM.
 Action add_quantize(CLI::App& parent);
+/// \brief `nanoserve tokenize`: a text's token ids and pieces.
+Action add_tokenize(CLI::App& parent);
+/// \brief `nanoserve chat`: an interactive chat through the model's chat template.
+Action add_chat(CLI::App& parent);
 
 }  // namespace nanoserve::cli

@@ -6,6 +6,8 @@
 //   nanoserve info --model synthetic:llama3-8b
 //   nanoserve quantize --model stories260K.bin --method gptq --bits 4 --group 128 --out q.nsqm
 //   nanoserve generate --model q.nsqm --device gpu -t 0
+//   nanoserve tokenize --model SmolLM2-135M --text "Hello world"
+//   nanoserve chat --model SmolLM2-135M-Instruct --device gpu
 //
 // Errors (bad flags, bad files, impossible requests) print one line and exit non-zero.
 #include <CLI/CLI.hpp>
@@ -22,7 +24,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::map<CLI::App*, nanoserve::cli::Action> actions;
   for (auto add : {nanoserve::cli::add_generate, nanoserve::cli::add_eval,
-                   nanoserve::cli::add_info, nanoserve::cli::add_quantize}) {
+                   nanoserve::cli::add_info, nanoserve::cli::add_quantize,
+                   nanoserve::cli::add_tokenize, nanoserve::cli::add_chat}) {
     nanoserve::cli::Action action = add(app);
     actions[app.get_subcommands({}).back()] = std::move(action);
   }

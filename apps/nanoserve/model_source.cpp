@@ -33,6 +33,7 @@ ModelSource load_model_source(const std::string& model_spec, const std::string& 
   s.model = std::move(b.model);
   s.tokenizer = std::move(b.tokenizer);
   s.tokenizer_path = b.tokenizer_path;
+  s.chat_template = b.chat_template;
   s.description = s.model.source;
   return s;
 }

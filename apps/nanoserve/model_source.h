@@ -24,6 +24,7 @@ struct ModelSource {
   std::unique_ptr<Tokenizer> tokenizer;            ///< never null
   std::string tokenizer_path;                      ///< resolved tokenizer, "(embedded)", "(bytes)"
   std::string description;  ///< e.g. "stories260K.bin" or "q.nsqm (gptq int4-g128-sym of …)"
+  std::string chat_template;  ///< the model's Jinja chat template, "" when it has none
 
   /// \brief The weights on the device: dense in `dtype`, or the quantized linears with the rest
   /// (and the KV cache) in `dtype`.

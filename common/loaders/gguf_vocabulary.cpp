@@ -95,6 +95,8 @@ GgufVocabulary gguf_vocabulary(const GgufFile& f) {
   if (const GgufArray* merges = f.metadata.get_array("tokenizer.ggml.merges")) {
     v.merges = string_array(f, "tokenizer.ggml.merges", *merges);
   }
+  v.pre = f.metadata.get_string("tokenizer.ggml.pre").value_or("");
+  v.chat_template = f.metadata.get_string("tokenizer.chat_template").value_or("");
   v.bos_id = special_id(f, "tokenizer.ggml.bos_token_id", n);
   v.eos_id = special_id(f, "tokenizer.ggml.eos_token_id", n);
   v.unk_id = special_id(f, "tokenizer.ggml.unknown_token_id", n);

@@ -21,6 +21,8 @@ struct GgufVocabulary {
   std::vector<float> scores;               ///< `tokenizer.ggml.scores`, or empty when absent
   std::vector<GgufTokenType> token_types;  ///< `tokenizer.ggml.token_type`, or empty when absent
   std::vector<std::string> merges;         ///< `tokenizer.ggml.merges` ("a b" per rank), or empty
+  std::string pre;                         ///< `tokenizer.ggml.pre` (BPE pre-tokenizer), or ""
+  std::string chat_template;               ///< `tokenizer.chat_template` (Jinja), or ""
   int bos_id = -1;                         ///< `tokenizer.ggml.bos_token_id`, -1 when absent
   int eos_id = -1;                         ///< `tokenizer.ggml.eos_token_id`, -1 when absent
   int unk_id = -1;                         ///< `tokenizer.ggml.unknown_token_id`, -1 when absent

@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/tokenizer/byte_level.h"
 #include "common/tokenizer/pair_merge.h"
+#include "common/tokenizer/unicode_nfc.h"
 #include "common/tokenizer/utf8.h"
 
 namespace nanoserve {
@@ -40,6 +42,38 @@ int byte_of_token(std::string_view t) {
 
 const char* const kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
 
+// Cuts `s` at the added tokens `patterns` (leftmost match first, the longest at that
+// position) and calls on_text(piece) for the text between them, on_token(id) for each match.
+// `next[k]` caches where pattern k occurs next, so the scan stays linear in the text.
+template <class OnText, class OnToken>
+void split_on_added(const std::string& s, const std::vector<std::pair<std::string, int>>& patterns,
+                    OnText&& on_text, OnToken&& on_token) {
+  std::vector<size_t> next;
+  for (const auto& pattern : patterns) next.push_back(s.find(pattern.first));
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t best_at = std::string::npos, best_len = 0;
+    int best_id = -1;
+    for (size_t k = 0; k < patterns.size(); ++k) {
+      const std::string& p = patterns[k].first;
+      if (next[k] != std::string::npos && next[k] < pos) next[k] = s.find(p, pos);
+      if (next[k] < best_at || (next[k] == best_at && next[k] != std::string::npos &&
+                                p.size() > best_len)) {
+        best_at = next[k];
+        best_len = p.size();
+        best_id = patterns[k].second;
+      }
+    }
+    if (best_at == std::string::npos) {
+      on_text(std::string_view(s).substr(pos));
+      return;
+    }
+    if (best_at > pos) on_text(std::string_view(s).substr(pos, best_at - pos));
+    on_token(best_id);
+    pos = best_at + best_len;
+  }
+}
+
 }  // namespace
 
 HfBpeTokenizer::HfBpeTokenizer(HfBpeSpec spec) : spec_(std::move(spec)) {
@@ -50,11 +84,13 @@ HfBpeTokenizer::HfBpeTokenizer(HfBpeSpec spec) : spec_(std::move(spec)) {
                             std::to_string(id) + " outside [0, " + std::to_string(n) + ")");
     }
   };
-  check(spec_.unk_id, "unk");
-  check(spec_.bos_id, "bos");
+  if (spec_.unk_id != -1) check(spec_.unk_id, "unk");
+  if (spec_.bos_id != -1) check(spec_.bos_id, "bos");
   check(spec_.eos_id, "eos");
   piece_to_id_.reserve(spec_.vocab.size());
-  for (int id = 0; id < n; ++id) piece_to_id_.emplace(spec_.vocab[id], id);
+  for (int id = 0; id < n; ++id) {
+    if (!spec_.vocab[id].empty()) piece_to_id_.emplace(spec_.vocab[id], id);  // "": unused id
+  }
   for (size_t rank = 0; rank < spec_.merges.size(); ++rank) {
     const auto& [left, right, merged] = spec_.merges[rank];
     check(left, "merge");
@@ -70,6 +106,11 @@ HfBpeTokenizer::HfBpeTokenizer(HfBpeSpec spec) : spec_(std::move(spec)) {
   decoder_input_ = spec_.vocab;
   for (const HfAddedToken& t : spec_.added_tokens) {
     check(t.id, "added token");
+    if (!t.normalized) {
+      decoder_input_[t.id] = t.content;
+      if (!t.content.empty()) raw_patterns_.emplace_back(t.content, t.id);
+      continue;
+    }
     std::string pattern = normalize(t.content);
     decoder_input_[t.id] = pattern;
     if (!pattern.empty()) added_patterns_.emplace_back(std::move(pattern), t.id);
@@ -98,6 +139,8 @@ std::string HfBpeTokenizer::normalize(std::string_view text) const {
   for (const HfNormalizerStep& step : spec_.normalizer) {
     if (step.kind == HfNormalizerStep::Kind::kPrepend) {
       if (!s.empty()) s.insert(0, step.content);
+    } else if (step.kind == HfNormalizerStep::Kind::kNfc) {
+      s = nfc_normalize(s);
     } else {
       replace_all(s, step.pattern, step.content);
     }
@@ -134,6 +177,7 @@ void HfBpeTokenizer::encode_segment(std::string_view segment, std::vector<int>& 
         continue;
       }
     }
+    if (spec_.unk_id < 0) continue;  // no unk token: `tokenizers` drops the character
     if (pending_unk && !spec_.fuse_unk) ids.push_back(spec_.unk_id);
     pending_unk = true;
   }
@@ -148,37 +192,37 @@ void HfBpeTokenizer::encode_segment(std::string_view segment, std::vector<int>& 
   out.insert(out.end(), merged.begin(), merged.end());
 }
 
-std::vector<int> HfBpeTokenizer::encode(std::string_view text, bool add_bos,
-                                        bool add_eos) const {
-  const std::string s = normalize(text);
-  std::vector<int> ids;
-  if (add_bos) ids.push_back(spec_.bos_id);
-  // Split on added tokens, leftmost match first and the longest at that position. `next[k]`
-  // caches where pattern k occurs next, so the scan stays linear in the text.
-  std::vector<size_t> next;
-  for (const auto& pattern : added_patterns_) next.push_back(s.find(pattern.first));
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t best_at = std::string::npos, best_len = 0;
-    int best_id = -1;
-    for (size_t k = 0; k < added_patterns_.size(); ++k) {
-      const std::string& p = added_patterns_[k].first;
-      if (next[k] != std::string::npos && next[k] < pos) next[k] = s.find(p, pos);
-      if (next[k] < best_at || (next[k] == best_at && next[k] != std::string::npos &&
-                                p.size() > best_len)) {
-        best_at = next[k];
-        best_len = p.size();
-        best_id = added_patterns_[k].second;
+void HfBpeTokenizer::encode_words(std::string_view text, std::vector<int>& out) const {
+  if (spec_.pre_tokenizer.empty() && !spec_.byte_level) return encode_segment(text, out);
+  for (std::string& word : pre_tokenize(spec_.pre_tokenizer, text)) {
+    if (spec_.byte_level) word = to_byte_level(word);
+    if (spec_.ignore_merges) {
+      if (const int id = find_piece(word); id >= 0) {
+        out.push_back(id);
+        continue;
       }
     }
-    if (best_at == std::string::npos) {
-      encode_segment(std::string_view(s).substr(pos), ids);
-      break;
-    }
-    encode_segment(std::string_view(s).substr(pos, best_at - pos), ids);
-    ids.push_back(best_id);
-    pos = best_at + best_len;
+    encode_segment(word, out);
   }
+}
+
+void HfBpeTokenizer::encode_normalized(std::string_view text, std::vector<int>& out) const {
+  split_on_added(
+      normalize(text), added_patterns_, [&](std::string_view piece) { encode_words(piece, out); },
+      [&](int id) { out.push_back(id); });
+}
+
+std::vector<int> HfBpeTokenizer::encode(std::string_view text, bool add_bos,
+                                        bool add_eos) const {
+  // `tokenizers` takes a string: bytes that are not UTF-8 reach it as U+FFFD.
+  const std::string s = utf8_lossy(text);
+  std::vector<int> ids;
+  if (add_bos && spec_.bos_id >= 0) ids.push_back(spec_.bos_id);
+  // Added tokens with normalized=false are found in the raw text first; the normalizer and the
+  // normalized ones then see each piece between them (as `AddedVocabulary` does).
+  split_on_added(
+      s, raw_patterns_, [&](std::string_view piece) { encode_normalized(piece, ids); },
+      [&](int id) { ids.push_back(id); });
   if (add_eos) ids.push_back(spec_.eos_id);
   return ids;
 }
@@ -220,6 +264,18 @@ std::vector<std::string> HfBpeTokenizer::run_decoder(std::vector<std::string> to
         }
         flush();
         tokens = std::move(out);
+        break;
+      }
+      case HfDecoderStep::Kind::kByteLevel: {
+        // Each token back to its bytes (a token with a character outside the alphabet, such
+        // as an added token, gives its own bytes), then one text. Streaming keeps the bytes
+        // as they are: the caller joins the bytes of a character split across tokens.
+        std::string all;
+        for (const std::string& t : tokens) {
+          if (!from_byte_level(t, all)) all += t;
+        }
+        tokens.assign(1, streaming ? std::move(all) : utf8_lossy(all));
+        fused = true;
         break;
       }
       case HfDecoderStep::Kind::kFuse: {
@@ -267,6 +323,25 @@ std::string HfBpeTokenizer::decode(const std::vector<int>& tokens) const {
   std::string out;
   for (const std::string& t : run_decoder(std::move(pieces), true, /*streaming=*/false)) out += t;
   return out;
+}
+
+std::string HfBpeTokenizer::decode_all(const std::vector<int>& tokens) const {
+  std::vector<std::string> pieces;
+  pieces.reserve(tokens.size());
+  for (int t : tokens) {
+    check_id(t);
+    pieces.push_back(decoder_input_[t]);
+  }
+  std::string out;
+  for (const std::string& t : run_decoder(std::move(pieces), true, /*streaming=*/false)) out += t;
+  return out;
+}
+
+bool HfBpeTokenizer::is_special(int id) const {
+  for (const HfAddedToken& t : spec_.added_tokens) {
+    if (t.id == id) return t.special;
+  }
+  return false;
 }
 
 }  // namespace nanoserve

@@ -1,10 +1,12 @@
 #pragma once
 /// \file
-/// \brief `HfBpeTokenizer`: the Hugging Face `tokenizers` BPE model as TinyStories-656K's
-/// `tokenizer.json` configures it — normalizer, added tokens, BPE merges by rank, unk /
-/// byte fallback, decoder — and the parser that reads exactly that subset of the format.
+/// \brief `HfBpeTokenizer`: the Hugging Face `tokenizers` BPE model in the two configurations
+/// real checkpoints use — SentencePiece-style (TinyStories-656K, TinyLlama, Llama 2, Mistral:
+/// "▁" normalizer, byte fallback, no pre-tokenizer) and byte-level (GPT-2, SmolLM2, Llama 3,
+/// Qwen2: regex pre-tokenizer, GPT-2 byte alphabet, ByteLevel decoder) — and the parser that
+/// reads exactly that subset of the format.
 ///
-/// Encoding pipeline (what `tokenizers` does for this configuration):
+/// Encoding pipeline, SentencePiece-style (what `tokenizers` does for this configuration):
 /// ```
 /// "Hi <|end_story|>"                         text
 ///  │ normalizer: Prepend "▁", Replace " "→"▁"
@@ -17,6 +19,17 @@
 /// ```
 /// There is no pre-tokenizer, so a whole segment is one BPE "word"; `merge_adjacent_pairs`
 /// keeps that O(n log n) on long texts.
+///
+/// Byte-level (Llama 3):
+/// ```
+/// "<|begin_of_text|>Hi  42"                   text (invalid UTF-8 first becomes U+FFFD)
+///  │ added tokens with normalized=false, matched in the raw text
+/// [id 128000] "Hi  42"
+///  │ normalizer (Qwen2: NFC), then added tokens with normalized=true
+///  │ pre-tokenizer (pre_tokenizer.h)          ["Hi", " ", " ", "42"]
+///  │ bytes → GPT-2 alphabet (byte_level.h)    ["Hi", "Ġ", "Ġ", "42"]
+///  │ BPE per word (ignore_merges: a word in the vocabulary is one token)
+/// ```
 
 #include <array>
 #include <cstdint>
@@ -26,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/tokenizer/pre_tokenizer.h"
 #include "common/tokenizer/tokenizer.h"
 
 namespace nanoserve {
@@ -36,6 +50,7 @@ struct HfNormalizerStep {
   enum class Kind {
     kPrepend,  ///< `Prepend`: put `content` in front of non-empty text
     kReplace,  ///< `Replace` with a `String` pattern: every `pattern` becomes `content`
+    kNfc,      ///< `NFC`: Unicode canonical composition (utf8proc)
   };
   Kind kind;            ///< which normalizer
   std::string pattern;  ///< kReplace: the literal text replaced
@@ -50,6 +65,7 @@ struct HfDecoderStep {
     kByteFallback,  ///< runs of `<0xHH>` tokens become their bytes (U+FFFD each if not UTF-8)
     kFuse,          ///< all tokens become one
     kStrip,         ///< up to `start` leading `content` characters are removed from each token
+    kByteLevel,     ///< GPT-2 alphabet → bytes, all tokens fused, ill-formed UTF-8 → U+FFFD
   };
   Kind kind;            ///< which decoder
   std::string pattern;  ///< kReplace: the literal text replaced
@@ -57,10 +73,12 @@ struct HfDecoderStep {
   int start = 0;        ///< kStrip: how many leading characters at most
 };
 
-/// \brief An entry of `added_tokens` (normalized, not lstrip/rstrip/single_word).
+/// \brief An entry of `added_tokens` (not lstrip/rstrip/single_word).
 struct HfAddedToken {
-  int id;               ///< its id, also its id in `model.vocab`
-  std::string content;  ///< its text before normalization, e.g. `<|end_story|>`
+  int id;                  ///< its id (in `model.vocab`, or beyond it for Llama 3's specials)
+  std::string content;     ///< its text before normalization, e.g. `<|end_story|>`
+  bool normalized = true;  ///< matched in the normalized text (else in the raw text, first)
+  bool special = true;     ///< a control token (`decode` skips BOS/EOS; pieces are marked)
 };
 
 /// \brief Everything `tokenizer.json` (+ `tokenizer_config.json`) says, validated.
@@ -69,11 +87,14 @@ struct HfBpeSpec {
   std::vector<std::array<int, 3>> merges;   ///< (n_merges) in rank order: left, right, merged id
   std::vector<HfNormalizerStep> normalizer; ///< applied in order; empty: identity
   std::vector<HfDecoderStep> decoder;       ///< applied in order; empty: pieces concatenated
-  std::vector<HfAddedToken> added_tokens;   ///< matched in the normalized text before BPE
-  int unk_id = 0;              ///< `model.unk_token`
+  std::vector<HfAddedToken> added_tokens;   ///< matched before BPE (see `normalized`)
+  std::vector<HfPreTokenizerStep> pre_tokenizer;  ///< empty: the whole segment is one word
+  bool byte_level = false;     ///< words are mapped to the GPT-2 byte alphabet before BPE
+  bool ignore_merges = false;  ///< `model.ignore_merges`: a word in the vocabulary is one token
+  int unk_id = 0;              ///< `model.unk_token`; −1: none (unknown characters dropped)
   bool fuse_unk = false;       ///< `model.fuse_unk`: consecutive unknown characters → one unk
   bool byte_fallback = false;  ///< `model.byte_fallback`: unknown characters → `<0xHH>` tokens
-  int bos_id = 1;              ///< `bos_token` of tokenizer_config.json
+  int bos_id = 1;              ///< `bos_token` of tokenizer_config.json; −1: none (Qwen2)
   int eos_id = 2;              ///< `eos_token` of tokenizer_config.json
 };
 
@@ -91,19 +112,24 @@ class HfBpeTokenizer final : public Tokenizer {
   /// \brief Takes a validated spec (ids in range); throws `InvalidArgument` if it is not.
   explicit HfBpeTokenizer(HfBpeSpec spec);
 
-  /// \brief Normalize, split on added tokens, BPE each segment; optionally BOS/EOS around.
-  /// Bytes that are not valid UTF-8 are treated as one-byte characters (so they become
-  /// byte tokens or `<unk>`) instead of failing.
+  /// \brief Split on added tokens, normalize, pre-tokenize, BPE each word; optionally BOS/EOS
+  /// around. Bytes that are not valid UTF-8 are first replaced by U+FFFD (`utf8_lossy`), which
+  /// is what `tokenizers` receives from any caller holding a string, instead of failing.
   std::vector<int> encode(std::string_view text, bool add_bos, bool add_eos) const override;
   /// \brief The decoder applied to one token: a `Strip` after `Fuse` (which strips the start of
   /// the whole text) applies only when `prev_token` is BOS; a byte token gives its raw byte.
   std::string decode_token(int prev_token, int token) const override;
   /// \brief The decoder applied to the whole sequence, as `tokenizers` does (BOS/EOS skipped).
   std::string decode(const std::vector<int>& tokens) const override;
+  /// \brief `tokenizers`' `decode(ids, skip_special_tokens=false)`: every token, BOS/EOS too.
+  std::string decode_all(const std::vector<int>& tokens) const;
+  /// \brief Whether `id` is an added token flagged `special`.
+  bool is_special(int id) const;
 
   /// \brief Number of ids in `model.vocab`.
   int vocab_size() const override { return static_cast<int>(spec_.vocab.size()); }
-  /// \brief Beginning-of-sequence id.
+  /// \brief Beginning-of-sequence id, −1 when the tokenizer has none (then `encode` never
+  /// adds one).
   int bos_id() const override { return spec_.bos_id; }
   /// \brief End-of-sequence id.
   int eos_id() const override { return spec_.eos_id; }
@@ -119,6 +145,8 @@ class HfBpeTokenizer final : public Tokenizer {
  private:
   void check_id(int id) const;
   void encode_segment(std::string_view segment, std::vector<int>& out) const;
+  void encode_normalized(std::string_view text, std::vector<int>& out) const;
+  void encode_words(std::string_view text, std::vector<int>& out) const;
   std::vector<std::string> run_decoder(std::vector<std::string> tokens, bool text_start,
                                        bool streaming) const;
 
@@ -127,6 +155,7 @@ class HfBpeTokenizer final : public Tokenizer {
   std::unordered_map<uint64_t, std::array<int, 2>> merge_rank_;  // (left,right) → rank, merged
   std::array<int, 256> byte_to_id_{};  // id of "<0xHH>", or −1
   std::vector<std::pair<std::string, int>> added_patterns_;  // normalized content → id
+  std::vector<std::pair<std::string, int>> raw_patterns_;    // content (normalized=false) → id
   // (vocab_size) the string the decoder sees for each id: the piece, or for an added token
   // its normalized content ("▁<unk>"), which is what `tokenizers` decodes it from.
   std::vector<std::string> decoder_input_;
@@ -136,8 +165,9 @@ class HfBpeTokenizer final : public Tokenizer {
 /// (which names `bos_token` and `eos_token`).
 ///
 /// Only the subset described above is accepted; any other normalizer, pre-tokenizer, model
-/// type or option (dropout, regex patterns, lstrip/rstrip added tokens, ignore_merges, …)
-/// is a `LoadError` naming the JSON field, rather than a silently different tokenization.
+/// type or option (dropout, `Split` behaviours other than `Isolated`, lstrip/rstrip added
+/// tokens, `add_prefix_space`, …) is a `LoadError` naming the JSON field, rather than a
+/// silently different tokenization; so is a regex PCRE2 cannot compile.
 ///
 /// Limits, checked before the vocabulary is built: the file is at most 64 MiB, the JSON nests
 /// at most `kMaxJsonDepth` levels, and the vocabulary has at most `max_vocab` tokens (the
@@ -149,6 +179,29 @@ std::unique_ptr<HfBpeTokenizer> load_hf_tokenizer(const std::string& path, int m
 /// \brief The vocabulary limit of a `tokenizer.json` read without a model: 2^18 = 262,144
 /// tokens, above every Llama-family vocabulary in use (Llama 3: 128,256; Qwen2.5: 151,936).
 inline constexpr int kMaxHfVocab = 1 << 18;
+
+/// \brief Builds the byte-level BPE of a GGUF file whose `tokenizer.ggml.model` is `gpt2`
+/// (what llama.cpp writes for Llama 3, Qwen2, SmolLM2): the same tokenizer its
+/// `tokenizer.json` describes.
+///
+/// \param file        the GGUF path, for messages
+/// \param tokens      (n) `tokenizer.ggml.tokens`, in the GPT-2 byte alphabet
+/// \param token_types empty (all normal) or (n) `tokenizer.ggml.token_type`; control (3) and
+///                    user-defined (4) tokens are matched in the raw text like `added_tokens`
+///                    with normalized=false (control ones `special`)
+/// \param merges      `tokenizer.ggml.merges`, "left right" in rank order
+/// \param pre         `tokenizer.ggml.pre`, mapped by `gguf_pre_tokenizer` ("" reads as
+///                    "default", as llama.cpp does)
+/// \param bos_id      `tokenizer.ggml.bos_token_id`, −1 when absent
+/// \param eos_id      `tokenizer.ggml.eos_token_id` (required)
+/// \throws LoadError naming `file` and the metadata key (unknown pre-tokenizer, a merge that
+///         is not two tokens whose concatenation is a token, types of the wrong length, …).
+std::unique_ptr<HfBpeTokenizer> make_gguf_bpe_tokenizer(const std::string& file,
+                                                        std::vector<std::string> tokens,
+                                                        const std::vector<int32_t>& token_types,
+                                                        const std::vector<std::string>& merges,
+                                                        const std::string& pre, int64_t bos_id,
+                                                        int64_t eos_id);
 
 /// \brief `load_hf_tokenizer` on texts already in memory; the names are used in messages
 /// (the fuzz target calls this); `max_vocab` as for `load_hf_tokenizer`.

@@ -1,5 +1,6 @@
-// Reads Hugging Face `tokenizer.json` into an HfBpeSpec: exactly the subset TinyStories-656K
-// uses, and a LoadError naming the JSON field for anything else.
+// Reads Hugging Face `tokenizer.json` into an HfBpeSpec: exactly the subset the SentencePiece-
+// style (TinyStories-656K, TinyLlama) and byte-level (GPT-2, SmolLM2, Llama 3, Qwen2) files
+// use, and a LoadError naming the JSON field for anything else.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -10,6 +11,7 @@
 #include "common/io/input_file.h"
 #include "common/io/json_text.h"
 #include "common/tokenizer/hf_bpe_tokenizer.h"
+#include "common/tokenizer/pre_tokenizer.h"
 
 namespace nanoserve {
 namespace {
@@ -121,8 +123,66 @@ void parse_normalizer(const Reader& r, const json& root, HfBpeSpec& spec) {
       spec.normalizer.push_back({HfNormalizerStep::Kind::kReplace,
                                  string_pattern(r, step, path),
                                  r.string(r.at(step, path, "content"), path + ".content")});
+    } else if (type == "NFC") {
+      spec.normalizer.push_back({HfNormalizerStep::Kind::kNfc, "", ""});
     } else {
-      r.fail(Reader::join(path, "type"), "'" + type + "' is not supported (Prepend, Replace)");
+      r.fail(Reader::join(path, "type"), "'" + type + "' is not supported (Prepend, Replace, NFC)");
+    }
+  });
+}
+
+// `Split` on a regex (or a literal), `Digits`, and a final `ByteLevel`, each as
+// pre_tokenizer.h implements them; every other option is refused by name.
+void parse_pre_tokenizer(const Reader& r, const json& root, HfBpeSpec& spec) {
+  const json* pt = r.find(root, "", "pre_tokenizer");
+  if (!pt) return;
+  using Kind = HfPreTokenizerStep::Kind;
+  auto compile = [&](const std::string& pattern, const std::string& path) {
+    try {
+      return std::make_shared<const RegexSplitter>(pattern);
+    } catch (const InvalidArgument& e) {
+      r.fail(path, e.what());
+    }
+  };
+  for_each_step(r, *pt, "pre_tokenizer", "pretokenizers",
+                [&](const json& step, const std::string& path, const std::string& type) {
+    if (spec.byte_level) r.fail(path, "a pre-tokenizer after ByteLevel is not supported");
+    if (type == "Split") {
+      const json& pattern = r.at(step, path, "pattern");
+      const std::string p = Reader::join(path, "pattern");
+      std::string regex;
+      if (pattern.is_object() && pattern.contains("Regex")) {
+        regex = r.string(pattern["Regex"], p + ".Regex");
+      } else if (pattern.is_object() && pattern.contains("String")) {
+        const std::string literal = r.string(pattern["String"], p + ".String");
+        if (literal.find("\\E") != std::string::npos) r.fail(p + ".String", "contains \\E");
+        regex = "\\Q" + literal + "\\E";
+      } else {
+        r.fail(p, "is neither {\"Regex\": …} nor {\"String\": …}: " + brief(pattern));
+      }
+      const std::string behavior = r.string(r.at(step, path, "behavior"), path + ".behavior");
+      if (behavior != "Isolated") {
+        r.fail(path + ".behavior", "'" + behavior + "' is not supported (Isolated)");
+      }
+      if (r.boolean(r.find(step, path, "invert"), path + ".invert", false)) {
+        r.fail(path + ".invert", "true is not supported");
+      }
+      spec.pre_tokenizer.push_back({Kind::kSplit, compile(regex, p)});
+    } else if (type == "Digits") {
+      const bool single =
+          r.boolean(r.find(step, path, "individual_digits"), path + ".individual_digits", false);
+      spec.pre_tokenizer.push_back({Kind::kDigits, compile(single ? "\\p{N}" : "\\p{N}+", path)});
+    } else if (type == "ByteLevel") {
+      if (r.boolean(r.find(step, path, "add_prefix_space"), path + ".add_prefix_space", false)) {
+        r.fail(path + ".add_prefix_space", "true is not supported");
+      }
+      const bool use_regex = r.boolean(r.find(step, path, "use_regex"), path + ".use_regex", true);
+      spec.pre_tokenizer.push_back(
+          {Kind::kByteLevel, use_regex ? compile(kGpt2Pattern, path) : nullptr});
+      spec.byte_level = true;
+    } else {
+      r.fail(Reader::join(path, "type"),
+             "'" + type + "' is not supported (Split, Digits, ByteLevel)");
     }
   });
 }
@@ -140,6 +200,8 @@ void parse_decoder(const Reader& r, const json& root, HfBpeSpec& spec) {
       s.kind = HfDecoderStep::Kind::kByteFallback;
     } else if (type == "Fuse") {
       s.kind = HfDecoderStep::Kind::kFuse;
+    } else if (type == "ByteLevel") {
+      s.kind = HfDecoderStep::Kind::kByteLevel;
     } else if (type == "Strip") {
       s.kind = HfDecoderStep::Kind::kStrip;
       s.content = r.string(r.at(step, path, "content"), path + ".content");
@@ -150,7 +212,7 @@ void parse_decoder(const Reader& r, const json& root, HfBpeSpec& spec) {
       }
     } else {
       r.fail(Reader::join(path, "type"),
-             "'" + type + "' is not supported (Replace, ByteFallback, Fuse, Strip)");
+             "'" + type + "' is not supported (Replace, ByteFallback, Fuse, Strip, ByteLevel)");
     }
     spec.decoder.push_back(std::move(s));
   });
@@ -172,9 +234,7 @@ void parse_model(const Reader& r, const json& root, int max_vocab, HfBpeSpec& sp
       r.fail(Reader::join("model", key), brief(*v) + " is not supported (null)");
     }
   }
-  if (r.boolean(r.find(m, "model", "ignore_merges"), "model.ignore_merges", false)) {
-    r.fail("model.ignore_merges", "true is not supported");
-  }
+  spec.ignore_merges = r.boolean(r.find(m, "model", "ignore_merges"), "model.ignore_merges", false);
   spec.fuse_unk = r.boolean(r.find(m, "model", "fuse_unk"), "model.fuse_unk", false);
   spec.byte_fallback = r.boolean(r.find(m, "model", "byte_fallback"), "model.byte_fallback", false);
 
@@ -200,8 +260,9 @@ void parse_model(const Reader& r, const json& root, int max_vocab, HfBpeSpec& sp
     if (it == ids.end()) r.fail(path, "'" + piece + "' is not in model.vocab");
     return it->second;
   };
-  const std::string unk = r.string(r.at(m, "model", "unk_token"), "model.unk_token");
-  spec.unk_id = id_of(unk, "model.unk_token");
+  // Byte-level vocabularies cover every byte and have none (null).
+  const json* unk = r.find(m, "model", "unk_token");
+  spec.unk_id = unk ? id_of(r.string(*unk, "model.unk_token"), "model.unk_token") : -1;
 
   const json& merges = r.at(m, "model", "merges");
   if (!merges.is_array()) r.fail("model.merges", "is not an array");
@@ -227,17 +288,27 @@ void parse_model(const Reader& r, const json& root, int max_vocab, HfBpeSpec& sp
   }
 }
 
-void parse_added_tokens(const Reader& r, const json& root, HfBpeSpec& spec) {
+void parse_added_tokens(const Reader& r, const json& root, int max_vocab, HfBpeSpec& spec,
+                        std::unordered_map<std::string, int>& ids) {
   const json* added = r.find(root, "", "added_tokens");
   if (!added) return;
+  const size_t base_vocab = spec.vocab.size();
   if (!added->is_array()) r.fail("added_tokens", "is not an array");
   for (size_t i = 0; i < added->size(); ++i) {
     const json& t = (*added)[i];
     const std::string path = Reader::index("added_tokens", i);
-    const int id = static_cast<int>(
-        r.integer(r.at(t, path, "id"), path + ".id", 0, int64_t(spec.vocab.size()) - 1));
+    // Llama 3 and Qwen2 put their specials after model.vocab: the vocabulary grows to hold them.
+    const int id = static_cast<int>(r.integer(r.at(t, path, "id"), path + ".id", 0, max_vocab - 1));
     const std::string content = r.string(r.at(t, path, "content"), path + ".content");
-    if (content != spec.vocab[id]) {
+    if (content.empty()) r.fail(path + ".content", "is empty");
+    if (size_t(id) >= base_vocab) {
+      if (size_t(id) >= spec.vocab.size()) spec.vocab.resize(size_t(id) + 1);
+      if (!spec.vocab[id].empty()) r.fail(path + ".id", std::to_string(id) + " is used twice");
+      if (!ids.emplace(content, id).second) {
+        r.fail(path + ".content", "'" + content + "' already has id " + std::to_string(ids[content]));
+      }
+      spec.vocab[id] = content;
+    } else if (content != spec.vocab[id]) {
       r.fail(path + ".content", "'" + content + "' but model.vocab has '" + spec.vocab[id] +
                                     "' at id " + std::to_string(id));
     }
@@ -248,15 +319,15 @@ void parse_added_tokens(const Reader& r, const json& root, HfBpeSpec& spec) {
     }
     // Required rather than defaulted: the default lives in the library, not in the file.
     const json& normalized = r.at(t, path, "normalized");
-    if (!r.boolean(&normalized, path + ".normalized", false)) {
-      r.fail(path + ".normalized", "false is not supported (matching before normalization)");
-    }
-    spec.added_tokens.push_back({id, content});
+    const bool is_normalized = r.boolean(&normalized, path + ".normalized", false);
+    const bool special = r.boolean(r.find(t, path, "special"), path + ".special", false);
+    spec.added_tokens.push_back({id, content, is_normalized, special});
   }
 }
 
 int special_token(const Reader& r, const json& config, const char* key,
-                  const std::unordered_map<std::string, int>& ids) {
+                  const std::unordered_map<std::string, int>& ids, bool optional) {
+  if (optional && !r.find(config, "", key)) return -1;  // null or absent: none (Qwen2's BOS)
   const json& v = r.at(config, "", key);
   const std::string content =
       v.is_object() ? r.string(r.at(v, key, "content"), std::string(key) + ".content")
@@ -276,29 +347,30 @@ std::unique_ptr<HfBpeTokenizer> parse_checked(std::string_view tokenizer_json,
   for (const char* key : {"truncation", "padding"}) {
     if (const json* v = r.find(root, "", key)) r.fail(key, brief(*v) + " is not supported (null)");
   }
-  if (const json* v = r.find(root, "", "pre_tokenizer")) {
-    r.fail("pre_tokenizer", brief(*v) + " is not supported (null)");
-  }
   if (const json* v = r.find(root, "", "post_processor")) {
-    // It only says which special tokens `tokenizers` adds around a text; here the caller
-    // decides with encode()'s add_bos/add_eos.
-    const std::string type = r.string(r.at(*v, "post_processor", "type"), "post_processor.type");
-    if (type != "TemplateProcessing") {
-      r.fail("post_processor.type", "'" + type + "' is not supported (TemplateProcessing)");
-    }
+    // It only says which special tokens `tokenizers` adds around a text (and, for ByteLevel,
+    // how offsets are trimmed); here the caller decides with encode()'s add_bos/add_eos.
+    for_each_step(r, *v, "post_processor", "processors",
+                  [&](const json&, const std::string& path, const std::string& type) {
+      if (type != "TemplateProcessing" && type != "ByteLevel") {
+        r.fail(Reader::join(path, "type"),
+               "'" + type + "' is not supported (TemplateProcessing, ByteLevel)");
+      }
+    });
   }
   HfBpeSpec spec;
   std::unordered_map<std::string, int> ids;
   parse_model(r, root, max_vocab, spec, ids);
   parse_normalizer(r, root, spec);
+  parse_pre_tokenizer(r, root, spec);
   parse_decoder(r, root, spec);
-  parse_added_tokens(r, root, spec);
+  parse_added_tokens(r, root, max_vocab, spec, ids);
 
   const Reader rc(config_name);
   const json config = parse_json_text(config_json, config_name);
   if (!config.is_object()) rc.fail("json", "the top level is not an object");
-  spec.bos_id = special_token(rc, config, "bos_token", ids);
-  spec.eos_id = special_token(rc, config, "eos_token", ids);
+  spec.bos_id = special_token(rc, config, "bos_token", ids, /*optional=*/true);
+  spec.eos_id = special_token(rc, config, "eos_token", ids, /*optional=*/false);
   return std::make_unique<HfBpeTokenizer>(std::move(spec));
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 /// \file
-/// \brief The two UTF-8 facts the tokenizers need: where a character ends, and whether bytes
-/// are well-formed UTF-8 (Unicode 15, table 3-7: no overlongs, no surrogates, ≤ U+10FFFF).
+/// \brief The UTF-8 facts the tokenizers need: where a character ends, whether bytes are
+/// well-formed UTF-8, and the lossy repair of bytes that are not (Unicode 15, table 3-7: no overlongs, no surrogates, ≤ U+10FFFF).
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace nanoserve {
@@ -45,6 +46,48 @@ inline bool is_valid_utf8(std::string_view s) {
     i += len;
   }
   return true;
+}
+
+/// \brief `s` with every ill-formed sequence replaced by U+FFFD, one per *maximal subpart*
+/// (Unicode 15 §3.9, the WHATWG decoder, Rust's `from_utf8_lossy`): a lead byte and the
+/// continuation bytes that could still complete it count as one, e.g. `E2 82` → one U+FFFD,
+/// `FF` → one, `ED A0 80` (a surrogate) → three. Valid text is returned unchanged.
+inline std::string utf8_lossy(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_char_length(s, i);
+    if (len > 0) {
+      out.append(s.substr(i, len));
+      i += len;
+      continue;
+    }
+    // The maximal subpart: the lead byte, then continuation bytes while they stay in range.
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t need = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      need = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      need = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    }
+    size_t k = 1;
+    for (; k <= need && i + k < s.size(); ++k) {
+      const unsigned char b = static_cast<unsigned char>(s[i + k]);
+      if (b < lo || b > hi) break;
+      lo = 0x80;
+      hi = 0xBF;
+    }
+    out.append("\xEF\xBF\xBD");
+    i += k;
+  }
+  return out;
 }
 
 }  // namespace nanoserve

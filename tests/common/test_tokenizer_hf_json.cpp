@@ -94,18 +94,39 @@ TEST(HfTokenizerJson, RejectsUnsupportedOrInconsistentFields) {
       {"model.merges[0]", [](json& j) { j["model"]["merges"][0] = "c a"; }},  // "ca" missing
       {"model.merges[0]", [](json& j) { j["model"]["merges"][0] = 5; }},
       {"model.unk_token", [](json& j) { j["model"]["unk_token"] = "<nope>"; }},
-      {"model.unk_token", [](json& j) { j["model"]["unk_token"] = nullptr; }},
       {"model.dropout", [](json& j) { j["model"]["dropout"] = 0.1; }},
       {"model.continuing_subword_prefix",
        [](json& j) { j["model"]["continuing_subword_prefix"] = "##"; }},
       {"model.end_of_word_suffix", [](json& j) { j["model"]["end_of_word_suffix"] = "</w>"; }},
-      {"model.ignore_merges", [](json& j) { j["model"]["ignore_merges"] = true; }},
+      {"model.ignore_merges", [](json& j) { j["model"]["ignore_merges"] = "yes"; }},
       {"model.fuse_unk", [](json& j) { j["model"]["fuse_unk"] = "yes"; }},
-      {"pre_tokenizer", [](json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; }},
+      {"pre_tokenizer.type", [](json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; }},
+      {"pre_tokenizer.pretokenizers[0].behavior", [](json& j) {
+         j["pre_tokenizer"] = json::parse(R"({"type": "Sequence", "pretokenizers": [
+             {"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Removed", "invert": false}]})");
+       }},
+      {"pre_tokenizer.invert", [](json& j) {
+         j["pre_tokenizer"] = json::parse(
+             R"({"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Isolated", "invert": true})");
+       }},
+      {"pre_tokenizer.pattern", [](json& j) {  // does not compile: PCRE2's message
+         j["pre_tokenizer"] = json::parse(
+             R"({"type": "Split", "pattern": {"Regex": "(\\p{L"}, "behavior": "Isolated"})");
+       }},
+      {"pre_tokenizer.pattern", [](json& j) {
+         j["pre_tokenizer"] = json::parse(R"({"type": "Split", "pattern": 7, "behavior": "Isolated"})");
+       }},
+      {"pre_tokenizer.add_prefix_space", [](json& j) {
+         j["pre_tokenizer"] = json::parse(R"({"type": "ByteLevel", "add_prefix_space": true})");
+       }},
+      {"pre_tokenizer.pretokenizers[1]", [](json& j) {
+         j["pre_tokenizer"] = json::parse(R"({"type": "Sequence", "pretokenizers": [
+             {"type": "ByteLevel"}, {"type": "Digits"}]})");
+       }},
       {"truncation", [](json& j) { j["truncation"] = {{"max_length", 5}}; }},
       {"padding", [](json& j) { j["padding"] = {{"pad_id", 0}}; }},
-      {"post_processor.type", [](json& j) { j["post_processor"] = {{"type", "ByteLevel"}}; }},
-      {"normalizer.type", [](json& j) { j["normalizer"] = {{"type", "NFC"}}; }},
+      {"post_processor.type", [](json& j) { j["post_processor"] = {{"type", "RobertaProcessing"}}; }},
+      {"normalizer.type", [](json& j) { j["normalizer"] = {{"type", "NFKC"}}; }},
       {"normalizer.normalizers[0].type",
        [](json& j) { j["normalizer"]["normalizers"][0] = {{"type", "Lowercase"}}; }},
       {"normalizer.normalizers[0].pattern",
@@ -121,10 +142,11 @@ TEST(HfTokenizerJson, RejectsUnsupportedOrInconsistentFields) {
       {"added_tokens", [](json& j) { j["added_tokens"] = {{"id", 0}}; }},
       {"added_tokens[0].lstrip", [](json& j) { j["added_tokens"][0]["lstrip"] = true; }},
       {"added_tokens[0].single_word", [](json& j) { j["added_tokens"][0]["single_word"] = true; }},
-      {"added_tokens[0].normalized", [](json& j) { j["added_tokens"][0]["normalized"] = false; }},
+      {"added_tokens[0].normalized", [](json& j) { j["added_tokens"][0]["normalized"] = 0; }},
       {"added_tokens[0].normalized", [](json& j) { j["added_tokens"][0].erase("normalized"); }},
       {"added_tokens[0].content", [](json& j) { j["added_tokens"][0]["content"] = "<UNK>"; }},
-      {"added_tokens[0].id", [](json& j) { j["added_tokens"][0]["id"] = 500; }},
+      {"added_tokens[0].content", [](json& j) { j["added_tokens"][0]["id"] = 500; }},  // dup
+      {"added_tokens[0].id", [](json& j) { j["added_tokens"][0]["id"] = 1 << 20; }},
       {"added_tokens[0].id", [](json& j) { j["added_tokens"][0]["id"] = -1; }},
   };
   for (const Case& c : cases) {
@@ -148,7 +170,9 @@ TEST(HfTokenizerJson, RejectsDuplicateVocabularyIds) {
 
 TEST(HfTokenizerJson, RejectsBadSpecialTokensInConfig) {
   const std::string text = tiny_json().dump();
-  expect_error(text, "tokenizer_config.json", "bos_token", R"({"eos_token": "</s>"})");
+  expect_error(text, "tokenizer_config.json", "eos_token", R"({"bos_token": "<s>"})");
+  expect_error(text, "tokenizer_config.json", "bos_token",
+               R"({"bos_token": "<nope>", "eos_token": "</s>"})");
   expect_error(text, "tokenizer_config.json", "eos_token",
                R"({"bos_token": "<s>", "eos_token": "<eos>"})");
   expect_error(text, "tokenizer_config.json", "bos_token.content",
