@@ -47,4 +47,12 @@ inline constexpr int kRopeMaxHeadDim = 256;
 void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads, int n_kv_heads,
                  int head_dim, float theta, RopePairing pairing, cudaStream_t stream);
 
+/// \brief The same rotation with pair i turning at `inv_freq[i]` radians per position, for
+/// models whose frequencies are rescaled (`rope_scaling` linear or llama3: the table of
+/// `rope_frequencies(config)` in common/). The table is copied into the kernel's parameters.
+/// \param inv_freq (head_dim / 2) host array, every value finite and > 0
+/// \throws std::invalid_argument as the theta form, or for a missing or non-positive frequency
+void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads, int n_kv_heads,
+                 int head_dim, const float* inv_freq, RopePairing pairing, cudaStream_t stream);
+
 }  // namespace nanoserve

@@ -117,6 +117,11 @@ std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
     throw InvalidArgument("save_gguf: " + model.source +
                           " uses rotate-half RoPE; GGUF llama tensors expect adjacent pairs");
   }
+  if (c.attention_bias || c.rope_scaling.type != RopeScalingType::kNone) {
+    throw InvalidArgument("save_gguf: " + model.source +
+                          " has q/k/v biases or rope_scaling, which the GGUF writer does not "
+                          "store yet (it writes architecture llama without them)");
+  }
   GgufWriter w;
   w.add_metadata("general.architecture", gguf_string("llama"));
   w.add_metadata("general.name", gguf_string(c.name));

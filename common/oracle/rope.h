@@ -43,4 +43,11 @@ float rope_frequency(int pair, int head_dim, float theta);
 void rope(float* x, const int* positions, int n_rows, int n_heads, int head_dim, float theta,
           RopeStyle style);
 
+/// \brief The same rotation with pair i turning at `inv_freq[i]` radians per position: the
+/// table of `rope_frequencies(config)` (common/rope_frequencies.h), which applies the model's
+/// `rope_scaling`.
+/// \param inv_freq (head_dim / 2) the frequency of each pair
+void rope(float* x, const int* positions, int n_rows, int n_heads, int head_dim,
+          const float* inv_freq, RopeStyle style);
+
 }  // namespace nanoserve::oracle
