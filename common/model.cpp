@@ -44,6 +44,13 @@ void Model::validate() const {
     check_tensor(source, p + "w1", w.w1, h * d);
     check_tensor(source, p + "w2", w.w2, d * h);
     check_tensor(source, p + "w3", w.w3, h * d);
+    if (c.attention_bias) {
+      check_tensor(source, p + "bq", w.bq, q);
+      check_tensor(source, p + "bk", w.bk, kv);
+      check_tensor(source, p + "bv", w.bv, kv);
+    } else if (!w.bq.empty() || !w.bk.empty() || !w.bv.empty()) {
+      throw LoadError(source, p + "bq", "biases must be empty when attention_bias is false");
+    }
   }
   check_tensor(source, "final_norm", final_norm, d);
   if (c.tied_classifier) {

@@ -21,6 +21,9 @@ struct LayerWeights {
   std::vector<float> w1;         ///< (hidden_dim, dim) gate projection
   std::vector<float> w2;         ///< (dim, hidden_dim) down projection
   std::vector<float> w3;         ///< (hidden_dim, dim) up projection
+  std::vector<float> bq;         ///< (n_heads * head_dim) q bias; empty unless attention_bias
+  std::vector<float> bk;         ///< (n_kv_heads * head_dim) k bias; empty unless attention_bias
+  std::vector<float> bv;         ///< (n_kv_heads * head_dim) v bias; empty unless attention_bias
 };
 
 /// \brief A whole decoder: configuration and fp32 host weights.

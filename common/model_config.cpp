@@ -1,11 +1,22 @@
 #include "common/model_config.h"
 
+#include <cmath>
+
 #include "common/error.h"
 
 namespace nanoserve {
 
 const char* to_string(RopeStyle style) {
   return style == RopeStyle::kAdjacentPairs ? "adjacent-pairs" : "rotate-half";
+}
+
+const char* to_string(RopeScalingType type) {
+  switch (type) {
+    case RopeScalingType::kNone: return "none";
+    case RopeScalingType::kLinear: return "linear";
+    case RopeScalingType::kLlama3: return "llama3";
+  }
+  return "unknown";
 }
 
 int64_t ModelConfig::param_count() const {
@@ -15,7 +26,8 @@ int64_t ModelConfig::param_count() const {
                             + 2 * kv * d      // wk, wv
                             + d * q           // wo
                             + d               // FFN RMSNorm
-                            + 3 * h * d;      // w1, w2, w3
+                            + 3 * h * d       // w1, w2, w3
+                            + (attention_bias ? q + 2 * kv : 0);  // bq, bk, bv
   const int64_t embedding = int64_t(vocab_size) * d;
   return embedding + n_layers * per_layer + d + (tied_classifier ? 0 : embedding);
 }
@@ -54,6 +66,21 @@ void ModelConfig::validate(const std::string& source) const {
   if (!(rope_theta > 0.0f) || !(norm_eps > 0.0f) || norm_eps > 1.0f) {
     throw LoadError(source, rope_theta > 0.0f ? "norm_eps" : "rope_theta",
                     "must be positive (and norm_eps <= 1)");
+  }
+  const RopeScaling& rs = rope_scaling;
+  if (rs.type != RopeScalingType::kNone && !(rs.factor > 0.0f && std::isfinite(rs.factor))) {
+    throw LoadError(source, "rope_scaling.factor", "must be a positive finite number");
+  }
+  if (rs.type == RopeScalingType::kLlama3) {
+    if (!(rs.low_freq_factor > 0.0f) || !(rs.high_freq_factor > rs.low_freq_factor) ||
+        !std::isfinite(rs.high_freq_factor)) {
+      throw LoadError(source, "rope_scaling",
+                      "llama3 needs 0 < low_freq_factor < high_freq_factor (got " +
+                          std::to_string(rs.low_freq_factor) + ", " +
+                          std::to_string(rs.high_freq_factor) + ")");
+    }
+    check_config_field(source, "rope_scaling.original_max_position_embeddings",
+                       rs.original_max_position_embeddings, 1, ConfigLimits::kMaxSeqLen);
   }
 }
 

@@ -21,6 +21,29 @@ enum class RopeStyle {
 /// \brief Returns "adjacent-pairs" or "rotate-half".
 const char* to_string(RopeStyle style);
 
+/// \brief How the RoPE frequencies of a long-context checkpoint are rescaled (`rope_scaling`
+/// of a Hugging Face `config.json`).
+enum class RopeScalingType {
+  kNone,    ///< plain RoPE: pair i turns at `theta^(-2i/head_dim)`
+  kLinear,  ///< every frequency divided by `factor` (position interpolation)
+  kLlama3,  ///< Llama 3.1's piecewise rule: long wavelengths divided by `factor`, short ones
+            ///< kept, a smooth blend between (transformers' `_compute_llama3_parameters`)
+};
+
+/// \brief Returns "none", "linear" or "llama3".
+const char* to_string(RopeScalingType type);
+
+/// \brief The parameters of a `rope_scaling` entry; only those of `type` are read.
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::kNone;  ///< which rule
+  float factor = 1.0f;                            ///< linear and llama3: the divisor
+  float low_freq_factor = 1.0f;                   ///< llama3: wavelengths above
+                                                  ///< original/low_freq_factor are divided
+  float high_freq_factor = 4.0f;                  ///< llama3: wavelengths below
+                                                  ///< original/high_freq_factor are kept
+  int original_max_position_embeddings = 8192;    ///< llama3: the pre-training context
+};
+
 /// \brief The ranges `ModelConfig::validate` enforces: generous (Llama-3-405B fits) but they
 /// reject garbage headers before any allocation. Loaders check each header field against its
 /// range as they read it (`check_config_field`), so a bad field is named before anything is
@@ -59,6 +82,11 @@ struct ModelConfig {
   RopeStyle rope_style = RopeStyle::kAdjacentPairs;   ///< RoPE pairing convention
   float norm_eps = 1e-5f;     ///< RMSNorm epsilon
   bool tied_classifier = true;  ///< classifier shares the token embedding matrix
+  RopeScaling rope_scaling;     ///< frequency rescaling (none for most models)
+  /// \brief q, k and v projections carry a bias (Qwen2): `LayerWeights::bq/bk/bv` are filled.
+  bool attention_bias = false;
+  /// \brief The family as the file names it: "llama" (also Mistral), "qwen2" or "mistral".
+  std::string architecture = "llama";
 
   /// \brief Width of all query heads together: `n_heads * head_dim`.
   int q_dim() const { return n_heads * head_dim; }

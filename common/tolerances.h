@@ -75,4 +75,17 @@ inline constexpr Tolerance kKernelForwardFp16{5e-2, 5e-3};
 /// scale and is still far below the O(1) shift of a real bug.
 inline constexpr Tolerance kKernelForwardBf16{3e-1, 2e-2};
 
+/// \brief Next-token probabilities of the oracle against llama.cpp (tests/peer/) on an fp32
+/// GGUF with an F32 KV cache: both compute in fp32 and differ only in summation order.
+/// Measured on stories260K over 16 greedy steps: max |Δp| = 2.0e-6; atol 1e-4 leaves a margin
+/// of 50 while a wrong token, position or RoPE moves probabilities by O(0.1).
+inline constexpr Tolerance kPeerLlamaCppFp32Probs{1e-4, 0.0};
+
+/// \brief As kPeerLlamaCppFp32Probs on llama.cpp-quantized weights: nanoserve multiplies the
+/// dequantized fp32 weights, llama.cpp the quantized ones with activations quantized to 8 bits
+/// (its vec_dot kernels), so logits differ by that rounding. Measured on the synthetic files of
+/// tests/data/gguf_llama_cpp (probabilities ~1/512 to ~0.05): max |Δp| 3e-4 (Q8_0) to 1e-3
+/// (Q5_K_M). atol 2e-3 is a loose check: the exact one is the bitwise dequantization test.
+inline constexpr Tolerance kPeerLlamaCppQuantizedProbs{2e-3, 0.0};
+
 }  // namespace nanoserve::tol

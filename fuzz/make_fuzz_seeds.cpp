@@ -21,6 +21,7 @@
 #include "common/loaders/synthetic_model.h"
 #include "common/quant/quant_io.h"
 #include "common/quant/quantize_model.h"
+#include "fuzz/hf_sharded_input.h"
 
 namespace {
 
@@ -133,6 +134,28 @@ int main(int argc, char** argv) {
     alias.safetensors = save_safetensors(
         entries, {{"format", "pt"}, {"model.embed_tokens.weight", "lm_head.weight"}});
     write(root / "safetensors" / "f32_lm_head_alias.bin", hf_input(alias));
+
+    // Sharded checkpoints (fuzz_hf_sharded): each family with its features, two bf16 shards.
+    {
+      Model qwen = hf_tied;
+      qwen.config.architecture = "qwen2";
+      qwen.config.attention_bias = true;
+      qwen.config.rope_theta = 1e6f;
+      for (LayerWeights& w : qwen.layers) {
+        w.bq.assign(size_t(qwen.config.q_dim()), 0.25f);
+        w.bk.assign(size_t(qwen.config.kv_dim()), -0.5f);
+        w.bv.assign(size_t(qwen.config.kv_dim()), 0.125f);
+      }
+      Model llama3 = hf_untied;
+      llama3.config.rope_scaling = {RopeScalingType::kLlama3, 8.0f, 1.0f, 4.0f, 4};
+      Model mistral = hf_untied;
+      mistral.config.architecture = "mistral";
+      write(root / "hf_sharded" / "qwen2_bf16.bin", fuzz::sharded_input(save_hf_sharded(qwen, "BF16", 2)));
+      write(root / "hf_sharded" / "llama3_scaling_bf16.bin",
+            fuzz::sharded_input(save_hf_sharded(llama3, "BF16", 2)));
+      write(root / "hf_sharded" / "mistral_f16.bin",
+            fuzz::sharded_input(save_hf_sharded(mistral, "F16", 2)));
+    }
 
     // Nesting where values belong: a tensor's shape in the safetensors header (after a good
     // config.json) and config.json's model_type.

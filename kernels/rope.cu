@@ -65,25 +65,54 @@ __global__ void rope_kernel_v01(float* q, float* k, const int* __restrict__ posi
 // ---------------------------------------------------------------------------------------------
 // launchers
 
+namespace {
+
+void check_rope_shape(const char* op, int rows, int n_heads, int n_kv_heads, int head_dim) {
+  kargs::require_at_least(op, "rows", rows, 0);
+  kargs::require_at_least(op, "n_heads", n_heads, 0);
+  kargs::require_at_least(op, "n_kv_heads", n_kv_heads, 0);
+  kargs::require(head_dim >= 2 && head_dim <= kRopeMaxHeadDim && head_dim % 2 == 0, op,
+                 "head_dim = " + std::to_string(head_dim) + " must be even and in [2, " +
+                     std::to_string(kRopeMaxHeadDim) + "]");
+}
+
+void launch_rope_table(float* q, float* k, const int* positions, int rows, int n_heads,
+                       int n_kv_heads, int head_dim, const RopeFrequencies& freqs,
+                       RopePairing pairing, cudaStream_t stream) {
+  if (rows == 0) return;
+  constexpr int kBlock = 128;
+  launch(rope_kernel_v01, dim3(rows), dim3(kBlock), 0, stream, q, k, positions, n_heads,
+         n_kv_heads, head_dim, freqs, pairing);
+}
+
+}  // namespace
+
 void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads, int n_kv_heads,
                  int head_dim, float theta, RopePairing pairing, cudaStream_t stream) {
   constexpr const char* kOp = "launch_rope";
-  kargs::require_at_least(kOp, "rows", rows, 0);
-  kargs::require_at_least(kOp, "n_heads", n_heads, 0);
-  kargs::require_at_least(kOp, "n_kv_heads", n_kv_heads, 0);
-  kargs::require(head_dim >= 2 && head_dim <= kRopeMaxHeadDim && head_dim % 2 == 0, kOp,
-                 "head_dim = " + std::to_string(head_dim) + " must be even and in [2, " +
-                     std::to_string(kRopeMaxHeadDim) + "]");
+  check_rope_shape(kOp, rows, n_heads, n_kv_heads, head_dim);
   kargs::require(theta > 0.0f, kOp, "theta = " + std::to_string(theta) + " must be > 0");
-  if (rows == 0) return;
   RopeFrequencies freqs{};
   for (int i = 0; i < head_dim / 2; ++i) {
     // The expression of oracle::rope_frequency, term for term (fp32 pow, then fp32 division).
     freqs.inv_freq[i] = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
   }
-  constexpr int kBlock = 128;
-  launch(rope_kernel_v01, dim3(rows), dim3(kBlock), 0, stream, q, k, positions, n_heads,
-         n_kv_heads, head_dim, freqs, pairing);
+  launch_rope_table(q, k, positions, rows, n_heads, n_kv_heads, head_dim, freqs, pairing, stream);
+}
+
+void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads, int n_kv_heads,
+                 int head_dim, const float* inv_freq, RopePairing pairing, cudaStream_t stream) {
+  constexpr const char* kOp = "launch_rope";
+  check_rope_shape(kOp, rows, n_heads, n_kv_heads, head_dim);
+  kargs::require(inv_freq != nullptr, kOp, "inv_freq is null");
+  RopeFrequencies freqs{};
+  for (int i = 0; i < head_dim / 2; ++i) {
+    kargs::require(std::isfinite(inv_freq[i]) && inv_freq[i] > 0.0f, kOp,
+                   "inv_freq[" + std::to_string(i) + "] = " + std::to_string(inv_freq[i]) +
+                       " must be finite and > 0");
+    freqs.inv_freq[i] = inv_freq[i];
+  }
+  launch_rope_table(q, k, positions, rows, n_heads, n_kv_heads, head_dim, freqs, pairing, stream);
 }
 
 }  // namespace nanoserve

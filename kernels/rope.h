@@ -47,4 +47,21 @@ inline constexpr int kRopeMaxHeadDim = 256;
 void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads, int n_kv_heads,
                  int head_dim, float theta, RopePairing pairing, cudaStream_t stream);
 
+/// \brief The same rotation with pair i turning at `inv_freq[i]` radians per position, for
+/// models whose frequencies are rescaled (`rope_scaling` linear or llama3: the table of
+/// `rope_frequencies(config)` in common/). The table is copied into the kernel's parameters.
+/// \param q          (rows, n_heads, head_dim) queries, fp32, updated in place
+/// \param k          (rows, n_kv_heads, head_dim) keys, fp32, updated in place
+/// \param positions  (rows) the token position of each row, device memory
+/// \param rows       number of rows (0 launches nothing)
+/// \param n_heads    query heads per row (>= 0)
+/// \param n_kv_heads key heads per row (>= 0)
+/// \param head_dim   values per head: even, in [2, kRopeMaxHeadDim]
+/// \param inv_freq   (head_dim / 2) host array, every value finite and > 0
+/// \param pairing    which values form a pair
+/// \param stream     CUDA stream
+/// \throws std::invalid_argument as the theta form, or for a missing or non-positive frequency
+void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads, int n_kv_heads,
+                 int head_dim, const float* inv_freq, RopePairing pairing, cudaStream_t stream);
+
 }  // namespace nanoserve

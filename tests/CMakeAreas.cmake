@@ -104,3 +104,7 @@ if(TARGET bench_kernels)
     JSON RECORDS "*:kernel,version,dtype,shape,ms,min_ms,gbps,gflops,pct_of_copy_bw,backend,device,git_sha,git_dirty"
     COMMAND $<TARGET_FILE:bench_kernels> --quick)
 endif()
+
+# peer: nanoserve against other implementations run live (llama.cpp through the npm package
+# node-llama-cpp, peers/); each test skips with a message when node or the packages are absent.
+nanoserve_add_test_area(peer LIBS nanoserve_common)

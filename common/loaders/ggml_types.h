@@ -6,7 +6,8 @@
 /// Quantized types store blocks: `block_size` consecutive elements of a row share one
 /// `type_size`-byte block (e.g. Q8_0: 32 int8 values + one fp16 scale = 34 bytes). The GGUF
 /// parser needs only the geometry (to check tensor byte ranges), so every known type is listed;
-/// Q8_0, Q4_0 and Q4_K decode to fp32 (gguf_quant_blocks.h).
+/// F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K…Q6_K decode to fp32
+/// (gguf_quant_blocks.h, gguf_more_blocks.h).
 
 #include <cstdint>
 #include <string>

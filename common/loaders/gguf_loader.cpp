@@ -74,13 +74,15 @@ std::vector<float> read_tensor(const GgufFile& f, const std::string& name,
 ModelConfig gguf_model_config(const GgufFile& f) {
   const std::optional<std::string> arch = f.metadata.get_string("general.architecture");
   if (!arch) throw LoadError(f.name, "general.architecture", "is missing");
-  if (*arch != "llama") {
+  if (*arch != "llama" && *arch != "qwen2") {
     throw LoadError(f.name, "general.architecture",
-                    "\"" + *arch + "\" is not supported (only \"llama\")");
+                    "\"" + *arch + "\" is not supported (only \"llama\" and \"qwen2\")");
   }
-  const std::string p = "llama.";
+  const std::string p = *arch + ".";
   ModelConfig c;
   c.name = f.name;
+  c.architecture = *arch;
+  c.attention_bias = *arch == "qwen2";
   using L = ConfigLimits;
   c.dim = get_dim(f, p + "embedding_length", std::nullopt, 1, L::kMaxDim);
   c.hidden_dim = get_dim(f, p + "feed_forward_length", std::nullopt, 1, L::kMaxHiddenDim);
@@ -109,10 +111,24 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   }
   if (const auto scaling = f.metadata.get_string(p + "rope.scaling.type");
       scaling && *scaling != "none") {
-    throw LoadError(f.name, p + "rope.scaling.type", "\"" + *scaling + "\" is not supported");
+    if (*scaling != "linear") {
+      throw LoadError(f.name, p + "rope.scaling.type",
+                      "\"" + *scaling + "\" is not supported (only \"none\" and \"linear\")");
+    }
+    c.rope_scaling.type = RopeScalingType::kLinear;
+    c.rope_scaling.factor = get_positive_float(f, p + "rope.scaling.factor", std::nullopt);
+  }
+  // Llama 3.1+ GGUFs carry their llama3 frequency rule as a tensor of per-pair divisors; that
+  // table is not read yet, and ignoring it would be wrong past the original context.
+  if (f.find_tensor("rope_freqs.weight") != nullptr) {
+    throw LoadError(f.name, "rope_freqs.weight",
+                    "per-pair RoPE frequency factors (Llama 3.1+ GGUF) are not supported yet; "
+                    "load the Hugging Face checkpoint instead");
   }
   c.rope_theta = get_positive_float(f, p + "rope.freq_base", kDefaultRopeTheta);
-  c.rope_style = RopeStyle::kAdjacentPairs;  // see the file comment: GGUF llama = adjacent pairs
+  // GGUF llama permutes wq/wk rows for adjacent pairs (the file comment); qwen2 keeps the
+  // Hugging Face rows and llama.cpp rotates it NeoX-style (rotate half).
+  c.rope_style = *arch == "qwen2" ? RopeStyle::kRotateHalf : RopeStyle::kAdjacentPairs;
   c.norm_eps = get_positive_float(f, p + "attention.layer_norm_rms_epsilon", std::nullopt);
 
   // The vocabulary size is the embedding's row count; the tokenizer must agree with it.
@@ -150,6 +166,11 @@ Model model_from_gguf(const GgufFile& f) {
     w.wq = read_tensor(f, b + "attn_q.weight", {d, q});
     w.wk = read_tensor(f, b + "attn_k.weight", {d, kv});
     w.wv = read_tensor(f, b + "attn_v.weight", {d, kv});
+    if (c.attention_bias) {
+      w.bq = read_tensor(f, b + "attn_q.bias", {q});
+      w.bk = read_tensor(f, b + "attn_k.bias", {kv});
+      w.bv = read_tensor(f, b + "attn_v.bias", {kv});
+    }
     w.wo = read_tensor(f, b + "attn_output.weight", {q, d});
     w.ffn_norm = read_tensor(f, b + "ffn_norm.weight", {d});
     w.w1 = read_tensor(f, b + "ffn_gate.weight", {d, h});

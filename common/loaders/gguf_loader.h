@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// \brief A Llama model from a GGUF file: `llama.*` metadata -> `ModelConfig`, `blk.N.*`
-/// tensors -> `Model` weights (F32/F16/BF16 decoded to fp32).
+/// \brief A Llama or Qwen2 model from a GGUF file: `llama.*` / `qwen2.*` metadata ->
+/// `ModelConfig`, `blk.N.*` tensors -> `Model` weights (every type of `ggml_types.h` with a
+/// decoder, decoded to fp32).
 ///
 /// Tensor names and shapes (GGUF dims are innermost first, so [cols, rows]):
 ///
@@ -10,6 +11,7 @@
 ///     blk.N.attn_q.weight       [dim, q_dim]        -> wq (q_dim, dim)
 ///     blk.N.attn_k.weight       [dim, kv_dim]       -> wk
 ///     blk.N.attn_v.weight       [dim, kv_dim]       -> wv
+///     blk.N.attn_{q,k,v}.bias   [q_dim|kv_dim]      -> bq, bk, bv (qwen2 only)
 ///     blk.N.attn_output.weight  [q_dim, dim]        -> wo (dim, q_dim)
 ///     blk.N.ffn_norm.weight     [dim]               -> ffn_norm
 ///     blk.N.ffn_gate.weight     [dim, hidden]       -> w1 (hidden, dim)
@@ -20,7 +22,11 @@
 ///
 /// RoPE: the `llama` architecture in GGUF uses adjacent pairs (ggml's "normal" RoPE). Hugging
 /// Face checkpoints use rotate-half, so llama.cpp's converter permutes the rows of wq and wk
-/// when writing GGUF; the file's weights therefore expect adjacent-pair rotation.
+/// when writing GGUF; the file's weights therefore expect adjacent-pair rotation. `qwen2` is not
+/// permuted (llama.cpp rotates it NeoX-style), so it is rotate-half.
+///
+/// `ARCH.rope.scaling.type` "linear" (with `rope.scaling.factor`) is read; a
+/// `rope_freqs.weight` tensor (Llama 3.1+ frequency factors) is refused for now.
 ///
 /// `llama.context_length` is taken as the file says. Beware that converters often write a
 /// default there: stories260K.gguf says 2048, while the model was trained with 512 positions.

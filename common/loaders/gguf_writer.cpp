@@ -113,24 +113,38 @@ std::vector<uint8_t> encode_floats(const std::vector<float>& values, uint32_t gg
 std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
                                const GgufVocabulary* vocab) {
   const ModelConfig& c = model.config;
-  if (c.rope_style != RopeStyle::kAdjacentPairs) {
-    throw InvalidArgument("save_gguf: " + model.source +
-                          " uses rotate-half RoPE; GGUF llama tensors expect adjacent pairs");
+  const bool qwen2 = c.architecture == "qwen2";
+  if (c.architecture != "llama" && !qwen2) {
+    throw InvalidArgument("save_gguf: " + model.source + " has architecture '" + c.architecture +
+                          "'; the GGUF writer stores llama and qwen2");
   }
+  // llama GGUF rows are permuted for adjacent pairs; qwen2 keeps Hugging Face's rotate-half.
+  const RopeStyle style = qwen2 ? RopeStyle::kRotateHalf : RopeStyle::kAdjacentPairs;
+  if (c.rope_style != style) {
+    throw InvalidArgument("save_gguf: " + model.source + " uses " + to_string(c.rope_style) +
+                          " RoPE; GGUF " + c.architecture + " tensors expect " +
+                          to_string(style));
+  }
+  if (c.attention_bias != qwen2 || c.rope_scaling.type != RopeScalingType::kNone) {
+    throw InvalidArgument("save_gguf: " + model.source +
+                          " has rope_scaling, or q/k/v biases outside qwen2, which the GGUF "
+                          "writer does not store");
+  }
+  const std::string p = c.architecture + ".";
   GgufWriter w;
-  w.add_metadata("general.architecture", gguf_string("llama"));
+  w.add_metadata("general.architecture", gguf_string(c.architecture));
   w.add_metadata("general.name", gguf_string(c.name));
-  w.add_metadata("llama.context_length", gguf_uint32(c.max_seq_len));
-  w.add_metadata("llama.embedding_length", gguf_uint32(c.dim));
-  w.add_metadata("llama.feed_forward_length", gguf_uint32(c.hidden_dim));
-  w.add_metadata("llama.block_count", gguf_uint32(c.n_layers));
-  w.add_metadata("llama.attention.head_count", gguf_uint32(c.n_heads));
-  w.add_metadata("llama.attention.head_count_kv", gguf_uint32(c.n_kv_heads));
-  w.add_metadata("llama.attention.key_length", gguf_uint32(c.head_dim));
-  w.add_metadata("llama.attention.value_length", gguf_uint32(c.head_dim));
-  w.add_metadata("llama.rope.dimension_count", gguf_uint32(c.head_dim));
-  w.add_metadata("llama.rope.freq_base", gguf_float32(c.rope_theta));
-  w.add_metadata("llama.attention.layer_norm_rms_epsilon", gguf_float32(c.norm_eps));
+  w.add_metadata(p + "context_length", gguf_uint32(c.max_seq_len));
+  w.add_metadata(p + "embedding_length", gguf_uint32(c.dim));
+  w.add_metadata(p + "feed_forward_length", gguf_uint32(c.hidden_dim));
+  w.add_metadata(p + "block_count", gguf_uint32(c.n_layers));
+  w.add_metadata(p + "attention.head_count", gguf_uint32(c.n_heads));
+  w.add_metadata(p + "attention.head_count_kv", gguf_uint32(c.n_kv_heads));
+  w.add_metadata(p + "attention.key_length", gguf_uint32(c.head_dim));
+  w.add_metadata(p + "attention.value_length", gguf_uint32(c.head_dim));
+  w.add_metadata(p + "rope.dimension_count", gguf_uint32(c.head_dim));
+  w.add_metadata(p + "rope.freq_base", gguf_float32(c.rope_theta));
+  w.add_metadata(p + "attention.layer_norm_rms_epsilon", gguf_float32(c.norm_eps));
   if (vocab != nullptr) {
     w.add_metadata("tokenizer.ggml.model", gguf_string(vocab->model));
     w.add_metadata("tokenizer.ggml.tokens", array_of(GgufType::kString, vocab->tokens));
@@ -165,6 +179,11 @@ std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
     add(b + "attn_q.weight", {d, q}, lw.wq);
     add(b + "attn_k.weight", {d, kv}, lw.wk);
     add(b + "attn_v.weight", {d, kv}, lw.wv);
+    if (qwen2) {  // biases stay F32, as llama.cpp's converter stores 1-D tensors
+      w.add_tensor(b + "attn_q.bias", {q}, kGgmlTypeF32, encode_floats(lw.bq, kGgmlTypeF32));
+      w.add_tensor(b + "attn_k.bias", {kv}, kGgmlTypeF32, encode_floats(lw.bk, kGgmlTypeF32));
+      w.add_tensor(b + "attn_v.bias", {kv}, kGgmlTypeF32, encode_floats(lw.bv, kGgmlTypeF32));
+    }
     add(b + "attn_output.weight", {q, d}, lw.wo);
     add(b + "ffn_norm.weight", {d}, lw.ffn_norm);
     add(b + "ffn_gate.weight", {d, h}, lw.w1);

@@ -49,10 +49,11 @@ GgufValue gguf_float32(float x);
 /// even); throws `InvalidArgument` for any other type.
 std::vector<uint8_t> encode_floats(const std::vector<float>& values, uint32_t ggml_type);
 
-/// \brief `model` as a Llama GGUF file: `llama.*` metadata, tensors stored as `ggml_type`
-/// (F32/F16/BF16), `output.weight` only when the classifier is untied, and `vocab`'s
-/// `tokenizer.ggml.*` keys when given. Throws `InvalidArgument` for rotate-half models, whose
-/// wq/wk rows would have to be permuted first.
+/// \brief `model` as a GGUF file of its architecture (`llama`, or `qwen2` with F32 q/k/v
+/// biases): `ARCH.*` metadata, tensors stored as `ggml_type` (F32/F16/BF16), `output.weight`
+/// only when the classifier is untied, and `vocab`'s `tokenizer.ggml.*` keys when given.
+/// Throws `InvalidArgument` for a llama model with rotate-half RoPE (its wq/wk rows would have
+/// to be permuted first), a qwen2 one with adjacent pairs, or rope scaling.
 std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
                                const GgufVocabulary* vocab = nullptr);
 

@@ -128,10 +128,12 @@ Model load_llama2c_from_memory(const uint8_t* data, size_t size, const std::stri
 std::vector<uint8_t> save_llama2c(const Model& model) {
   const ModelConfig& c = model.config;
   if (c.head_dim * c.n_heads != c.dim || c.rope_theta != kLlama2cRopeTheta ||
-      c.norm_eps != kLlama2cNormEps || c.rope_style != RopeStyle::kAdjacentPairs) {
+      c.norm_eps != kLlama2cNormEps || c.rope_style != RopeStyle::kAdjacentPairs ||
+      c.attention_bias || c.rope_scaling.type != RopeScalingType::kNone) {
     throw InvalidArgument("save_llama2c: " + model.source +
-                          " needs head_dim=dim/n_heads, rope theta 1e4, norm eps 1e-5 and "
-                          "adjacent-pair RoPE to be stored in llama2.c v0 format");
+                          " needs head_dim=dim/n_heads, rope theta 1e4, norm eps 1e-5, "
+                          "adjacent-pair RoPE, no biases and no rope_scaling to be stored in "
+                          "llama2.c v0 format");
   }
   model.validate();
   std::vector<uint8_t> out;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/rope_frequencies.h"
 #include "common/oracle/attention.h"
 #include "common/oracle/ops.h"
 #include "common/oracle/rope.h"
@@ -58,6 +59,13 @@ void check_arguments(const Model& model, const KVStore& kv, const std::vector<in
   }
 }
 
+/// y[r, j] += b[j] for every row r of a (rows, cols) matrix.
+void add_bias(float* y, const float* b, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    for (int j = 0; j < cols; ++j) y[int64_t(r) * cols + j] += b[j];
+  }
+}
+
 }  // namespace
 
 std::vector<float> forward_prompt(const Model& model, KVStore& kv,
@@ -73,6 +81,7 @@ std::vector<float> forward_prompt(const Model& model, KVStore& kv,
     if (hooks && hooks->on_linear_input) hooks->on_linear_input(layer, which, x.data(), T, cols);
   };
 
+  const std::vector<float> inv_freq = rope_frequencies(c);  // (head_dim / 2)
   std::vector<int> positions(T);  // (T)
   for (int t = 0; t < T; ++t) positions[t] = start_pos + t;
   Activations a(c, T);
@@ -91,8 +100,13 @@ std::vector<float> forward_prompt(const Model& model, KVStore& kv,
     matmul(a.xn.data(), w.wq.data(), T, c.dim, c.q_dim(), a.q.data());
     matmul(a.xn.data(), w.wk.data(), T, c.dim, kv_dim, k_rows);
     matmul(a.xn.data(), w.wv.data(), T, c.dim, kv_dim, v_rows);
-    rope(a.q.data(), positions.data(), T, c.n_heads, c.head_dim, c.rope_theta, c.rope_style);
-    rope(k_rows, positions.data(), T, c.n_kv_heads, c.head_dim, c.rope_theta, c.rope_style);
+    if (c.attention_bias) {  // Qwen2: q, k and v carry a bias, added before RoPE
+      add_bias(a.q.data(), w.bq.data(), T, c.q_dim());
+      add_bias(k_rows, w.bk.data(), T, kv_dim);
+      add_bias(v_rows, w.bv.data(), T, kv_dim);
+    }
+    rope(a.q.data(), positions.data(), T, c.n_heads, c.head_dim, inv_freq.data(), c.rope_style);
+    rope(k_rows, positions.data(), T, c.n_kv_heads, c.head_dim, inv_freq.data(), c.rope_style);
     attention(a.q.data(), positions.data(), T, kv.k(l), kv.v(l), n_keys, shape, a.att.data());
     linear_input(l, LinearInput::kAttentionOut, a.att, c.q_dim());
     matmul(a.att.data(), w.wo.data(), T, c.q_dim(), c.dim, a.proj.data());

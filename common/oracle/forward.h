@@ -7,7 +7,9 @@
 ///
 ///     xn  = rmsnorm(x, attn_norm)                 ─► hook kAttention   (T, dim)
 ///     q   = xn Wqᵀ, k = xn Wkᵀ, v = xn Wvᵀ        (T, q_dim), (T, kv_dim), (T, kv_dim)
-///     rope(q), rope(k)                            at positions p .. p+T-1
+///     q += bq, k += bk, v += bv                   only with attention_bias (Qwen2)
+///     rope(q), rope(k)                            at positions p .. p+T-1, by the
+///                                                 frequencies of rope_frequencies(config)
 ///     KV[layer][p .. p+T-1] = k, v
 ///     a   = attention(q, KV keys 0 .. p+T-1)      ─► hook kAttentionOut (T, q_dim)
 ///     x  += a Woᵀ

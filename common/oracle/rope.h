@@ -43,4 +43,17 @@ float rope_frequency(int pair, int head_dim, float theta);
 void rope(float* x, const int* positions, int n_rows, int n_heads, int head_dim, float theta,
           RopeStyle style);
 
+/// \brief The same rotation with pair i turning at `inv_freq[i]` radians per position: the
+/// table of `rope_frequencies(config)` (common/rope_frequencies.h), which applies the model's
+/// `rope_scaling`.
+/// \param x         (n_rows, n_heads, head_dim) queries or keys, updated in place
+/// \param positions (n_rows) the token position of each row (>= 0)
+/// \param n_rows    number of rows (tokens)
+/// \param n_heads   heads per row
+/// \param head_dim  values per head (even)
+/// \param inv_freq  (head_dim / 2) the frequency of each pair
+/// \param style     which values form a pair
+void rope(float* x, const int* positions, int n_rows, int n_heads, int head_dim,
+          const float* inv_freq, RopeStyle style);
+
 }  // namespace nanoserve::oracle

@@ -80,6 +80,9 @@ inline void expect_same_weights(const Model& got, const Model& want) {
     EXPECT_EQ(a.w1, b.w1) << "layer " << l << " w1";
     EXPECT_EQ(a.w2, b.w2) << "layer " << l << " w2";
     EXPECT_EQ(a.w3, b.w3) << "layer " << l << " w3";
+    EXPECT_EQ(a.bq, b.bq) << "layer " << l << " bq";
+    EXPECT_EQ(a.bk, b.bk) << "layer " << l << " bk";
+    EXPECT_EQ(a.bv, b.bv) << "layer " << l << " bv";
   }
   EXPECT_EQ(got.final_norm, want.final_norm) << "final_norm";
   EXPECT_EQ(got.classifier_weights(), want.classifier_weights()) << "classifier";

@@ -10,6 +10,7 @@
 #include "common/loaders/gguf_vocabulary.h"
 #include "common/loaders/hf_loader.h"
 #include "common/loaders/llama2c_loader.h"
+#include "fuzz/hf_sharded_input.h"
 #include "test_support.h"
 
 namespace nanoserve {
@@ -58,6 +59,15 @@ TEST(FuzzSeeds, SafetensorsSeedsLoad) {
     const size_t split = size_t(nul - bytes.data());
     const std::string config(bytes.begin(), bytes.begin() + long(split));
     EXPECT_NO_THROW(load_hf_from_memory(config, nul + 1, bytes.size() - split - 1, path)) << path;
+  }
+}
+
+TEST(FuzzSeeds, ShardedHfSeedsLoad) {
+  for (const std::string& path : seeds("hf_sharded")) {
+    const std::vector<uint8_t> bytes = testing::read_bytes(path);
+    fuzz::ShardedInput in;
+    ASSERT_TRUE(fuzz::split_sharded_input(bytes.data(), bytes.size(), in)) << path;
+    EXPECT_NO_THROW(load_hf_sharded_from_memory(in.config, in.index, in.shards, path)) << path;
   }
 }
 

@@ -250,21 +250,65 @@ size_t type_field_offset(const std::vector<uint8_t>& bytes, const std::string& n
 
 TEST(GgufLoader, UndecodableQuantizedTensorIsRejectedNamingTensorAndType) {
   // A model whose rows hold whole 32-element blocks, stored F32 except one tensor relabelled
-  // Q4_1 (32 rows x one 20-byte block: a smaller range, still inside the file), a type in the
-  // table without a decoder.
+  // Q8_1 (32 rows x one 36-byte block: a smaller range, still inside the file), a type in the
+  // table without a decoder (llama.cpp uses it only for activations).
   ModelConfig c = testing::micro_config(true);
   c.dim = 32;
   c.head_dim = 16;
   const Model m = make_synthetic_model(c, 7);
   std::vector<uint8_t> bytes = save_gguf(m, kGgmlTypeF32);
-  testing::patch<uint32_t>(bytes, type_field_offset(bytes, "blk.0.attn_q.weight"), 3);
-  const GgufFile f = parse_gguf(bytes.data(), bytes.size(), "q41.gguf");
+  testing::patch<uint32_t>(bytes, type_field_offset(bytes, "blk.0.attn_q.weight"), 9);
+  const GgufFile f = parse_gguf(bytes.data(), bytes.size(), "q81.gguf");
   const GgufTensorInfo* q = f.find_tensor("blk.0.attn_q.weight");
-  EXPECT_EQ(std::string(q->type->name), "Q4_1");
-  EXPECT_EQ(q->n_bytes, 32u * 20);
-  expect_load_error([&] { model_from_gguf(f); }, "q41.gguf", "blk.0.attn_q.weight",
-                    "ggml type Q4_1 is not supported yet (supported: F32, F16, Q4_0, Q8_0, "
-                    "Q4_K, BF16)");
+  EXPECT_EQ(std::string(q->type->name), "Q8_1");
+  EXPECT_EQ(q->n_bytes, 32u * 36);
+  expect_load_error([&] { model_from_gguf(f); }, "q81.gguf", "blk.0.attn_q.weight",
+                    "ggml type Q8_1 is not supported yet (supported: F32, F16, Q4_0, Q4_1, "
+                    "Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, BF16)");
+}
+
+TEST(GgufLoader, Qwen2RoundTripsWithItsBiasesAndRotateHalfRope) {
+  ModelConfig c = testing::micro_config(true);
+  c.architecture = "qwen2";
+  c.rope_style = RopeStyle::kRotateHalf;
+  c.rope_theta = 1e6f;
+  Model want = make_synthetic_model(c, 9);
+  want.config.attention_bias = true;
+  int k = 50;
+  for (LayerWeights& w : want.layers) {
+    w.bq = testing::micro_tensor(k++, size_t(c.q_dim()));
+    w.bk = testing::micro_tensor(k++, size_t(c.kv_dim()));
+    w.bv = testing::micro_tensor(k++, size_t(c.kv_dim()));
+  }
+  const std::vector<uint8_t> bytes = save_gguf(want, kGgmlTypeF32);
+  const Model got = load_gguf_from_memory(bytes.data(), bytes.size(), "qwen2.gguf");
+  EXPECT_EQ(got.config.architecture, "qwen2");
+  EXPECT_TRUE(got.config.attention_bias);
+  EXPECT_EQ(got.config.rope_style, RopeStyle::kRotateHalf);
+  EXPECT_EQ(got.config.rope_theta, 1e6f);
+  testing::expect_same_weights(got, want);
+  // Without its biases a qwen2 file is refused, naming the tensor.
+  std::vector<uint8_t> broken = bytes;
+  broken[testing::find_gguf_string(broken, "blk.1.attn_v.bias") + 14] = 'X';  // "attn_X.bias"
+  expect_load_error([&] { load_gguf_from_memory(broken.data(), broken.size(), "q.gguf"); },
+                    "q.gguf", "blk.1.attn_v.bias", "missing");
+}
+
+TEST(GgufLoader, Llama31FrequencyFactorsAreRefusedRatherThanIgnored) {
+  Model m = make_synthetic_model(testing::micro_config(true), 3);
+  const std::vector<uint8_t> bytes = save_gguf(m, kGgmlTypeF32);
+  // The same file plus llama.cpp's tensor of per-pair frequency divisors.
+  GgufWriter w;
+  const GgufFile f = parse_gguf(bytes.data(), bytes.size(), "m.gguf");
+  for (const auto& [key, value] : f.metadata.entries()) w.add_metadata(key, value);
+  for (const GgufTensorInfo& t : f.tensors) {
+    const uint8_t* p = f.tensor_data(t);
+    w.add_tensor(t.name, t.dims, t.type->id, {p, p + t.n_bytes});
+  }
+  w.add_tensor("rope_freqs.weight", {2}, kGgmlTypeF32, encode_floats({1.0f, 8.0f}, kGgmlTypeF32));
+  const std::vector<uint8_t> with = w.serialize();
+  expect_load_error([&] { load_gguf_from_memory(with.data(), with.size(), "l31.gguf"); },
+                    "l31.gguf", "rope_freqs.weight", "not supported yet");
 }
 
 TEST(GgufFile, RejectsRowLengthThatIsNotAWholeNumberOfBlocks) {

@@ -253,9 +253,17 @@ TEST(GgufLoaderBadInput, MetadataThatIsNotALlamaIsRejected) {
                     "missing");
   expect_load_error(
       [&] {
-        load(file_with({{"llama.rope.scaling.type", gguf_string("linear")}}));
+        load(file_with({{"llama.rope.scaling.type", gguf_string("yarn")}}));
       },
-      kFile, "llama.rope.scaling.type", "\"linear\" is not supported");
+      kFile, "llama.rope.scaling.type", "\"yarn\" is not supported");
+  expect_load_error(
+      [&] { load(file_with({{"llama.rope.scaling.type", gguf_string("linear")}})); }, kFile,
+      "llama.rope.scaling.factor", "missing");
+  const Model linear =
+      load(file_with({{"llama.rope.scaling.type", gguf_string("linear")},
+                      {"llama.rope.scaling.factor", gguf_float32(4.0f)}}));
+  EXPECT_EQ(linear.config.rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(linear.config.rope_scaling.factor, 4.0f);
 }
 
 TEST(GgufLoaderBadInput, AbsurdOrInconsistentDimensionsAreRejected) {

@@ -170,19 +170,19 @@ TEST(HfLoaderBadInput, ConfigThatIsNotJsonOrNotALlamaIsRejected) {
              }),
              st);
       },
-      kConfig, "model_type", "only Llama");
+      kConfig, "model_type", "supported are \"llama\"");
   expect_load_error([&] { load(with_config([](json& c) { c["hidden_act"] = "gelu"; }), st); },
                     kConfig, "hidden_act", "\"gelu\" is not supported");
   expect_load_error(
       [&] {
         load(with_config([](json& c) {
-               c["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+               c["rope_scaling"] = {{"type", "yarn"}, {"factor", 2.0}};
              }),
              st);
       },
-      kConfig, "rope_scaling", "not implemented");
+      kConfig, "rope_scaling.rope_type", "\"yarn\" is not supported");
   expect_load_error([&] { load(with_config([](json& c) { c["attention_bias"] = true; }), st); },
-                    kConfig, "attention_bias", "no biases");
+                    kConfig, "attention_bias", "o_proj and MLP biases are not");
 }
 
 TEST(HfLoaderBadInput, MissingAbsurdOrInconsistentConfigValuesAreRejected) {
@@ -211,7 +211,12 @@ TEST(HfLoaderBadInput, DirectoryProblemsNameTheMissingFile) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/config.json") << good().config_json;
   std::ofstream(dir + "/model.safetensors.index.json") << "{}";
-  expect_load_error([&] { load_hf_model(dir); }, dir + "/model.safetensors", "file", "sharded");
+  expect_load_error([&] { load_hf_model(dir); }, dir + "/model.safetensors.index.json",
+                    "weight_map", "is missing");
+  std::ofstream(dir + "/model.safetensors.index.json")
+      << R"({"weight_map": {"model.norm.weight": "model-00001-of-00002.safetensors"}})";
+  expect_load_error([&] { load_hf_model(dir); }, dir + "/model.safetensors.index.json",
+                    "weight_map", "names shard model-00001-of-00002.safetensors, which is not in");
   const std::string empty = ::nanoserve::testing::temp_dir() + "hf_empty";
   std::filesystem::create_directories(empty);
   expect_load_error([&] { load_hf_model(empty); }, empty + "/config.json", "file", "cannot open");

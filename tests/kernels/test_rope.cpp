@@ -6,6 +6,7 @@
 
 #include "common/model_config.h"
 #include "common/oracle/rope.h"
+#include "common/rope_frequencies.h"
 #include "common/tolerances.h"
 #include "kernels/device_buffer.h"
 #include "kernels/rope.h"
@@ -74,6 +75,24 @@ TEST_F(Rope, RotatesAHandComputedPair) {
   EXPECT_NEAR(k[1], 2 * std::cos(1.0), 1e-6);
 }
 
+TEST_F(Rope, AScaledFrequencyTableMatchesTheOracleWithTheSameTable) {
+  // Llama 3.1's llama3 rule (common/rope_frequencies.h): the kernel turns by the table given.
+  const std::vector<float> inv =
+      rope_scaled_frequencies(128, 500000.0f, {RopeScalingType::kLlama3, 8.0f, 1.0f, 4.0f, 8192});
+  const std::vector<int> positions = {0, 5, 8191, 8192, 100000};
+  const int rows = int(positions.size());
+  std::vector<float> q = random_values(7, 128, std::size_t(rows) * 4 * 128, 1.0f);
+  std::vector<float> k = random_values(8, 128, std::size_t(rows) * 2 * 128, 1.0f);
+  DeviceBuffer<float> d_q(q), d_k(k);
+  DeviceBuffer<int> d_pos(positions);
+  launch_rope(d_q.get(), d_k.get(), d_pos.get(), rows, 4, 2, 128, inv.data(),
+              RopePairing::kRotateHalf, nullptr);
+  oracle::rope(q.data(), positions.data(), rows, 4, 128, inv.data(), RopeStyle::kRotateHalf);
+  oracle::rope(k.data(), positions.data(), rows, 2, 128, inv.data(), RopeStyle::kRotateHalf);
+  testing::expect_close(d_q.to_host(), q, tol::kKernelVsOracle, "q llama3 table");
+  testing::expect_close(d_k.to_host(), k, tol::kKernelVsOracle, "k llama3 table");
+}
+
 TEST_F(Rope, HandlesRowsWithoutKeyHeads) {
   check({3, 9, 40}, 3, 0, 16, 10000.0f, RopePairing::kAdjacentPairs);
 }
@@ -95,6 +114,13 @@ TEST(RopeArgs, RejectsBadArguments) {
   EXPECT_THROW(rope(1, 4, 2, 0, 1e4f), std::invalid_argument);
   EXPECT_THROW(rope(1, 4, 2, 258, 1e4f), std::invalid_argument);  // > kRopeMaxHeadDim
   EXPECT_THROW(rope(1, 4, 2, 8, 0.0f), std::invalid_argument);
+  const float bad_table[2] = {1.0f, -0.5f};
+  EXPECT_THROW(launch_rope(nullptr, nullptr, nullptr, 1, 1, 1, 4, bad_table,
+                           RopePairing::kRotateHalf, nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(launch_rope(nullptr, nullptr, nullptr, 1, 1, 1, 4, static_cast<const float*>(nullptr),
+                           RopePairing::kRotateHalf, nullptr),
+               std::invalid_argument);
 }
 
 }  // namespace

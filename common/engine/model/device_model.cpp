@@ -114,6 +114,9 @@ DeviceModel::TensorSource model_source(const Model& model) {
     const LayerWeights& w = model.layers.at(static_cast<std::size_t>(layer));
     if (name == "attn_norm") return w.attn_norm;
     if (name == "ffn_norm") return w.ffn_norm;
+    if (name == "bq") return w.bq;
+    if (name == "bk") return w.bk;
+    if (name == "bv") return w.bv;
     return layer_linear(w, name);
   };
 }
@@ -170,6 +173,14 @@ DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSou
     w.w1 = linear("w1", l, c.hidden_dim, c.dim);
     w.w2 = linear("w2", l, c.dim, c.hidden_dim);
     w.w3 = linear("w3", l, c.hidden_dim, c.dim);
+    if (c.attention_bias) {  // added in fp32 after the linear; the values are the dtype's
+      auto bias = [&](const char* name, int n) {
+        return DeviceTensor(rounded(fetch(name, l, std::size_t(n)), dtype), DType::kF32);
+      };
+      w.bq = bias("bq", c.q_dim());
+      w.bk = bias("bk", c.kv_dim());
+      w.bv = bias("bv", c.kv_dim());
+    }
   }
   final_norm_ = tensor("final_norm", -1, d);
   // The classifier stays dense: it is not one of a block's linears (and is tied to the
@@ -194,6 +205,9 @@ std::int64_t DeviceModel::weight_bytes() const {
   for (const DeviceLayer& d : layers_) {
     add(d.attn_norm);
     add(d.ffn_norm);
+    for (const DeviceTensor* b : {&d.bq, &d.bk, &d.bv}) {
+      if (b->numel() > 0) add(*b);
+    }
     for (const auto* lin : {d.wq.get(), d.wk.get(), d.wv.get(), d.wo.get(), d.w1.get(),
                             d.w2.get(), d.w3.get()}) {
       add_linear(*lin);
@@ -221,7 +235,7 @@ Model round_weights(const Model& model, DType dtype) {
   round_all(out.token_embedding);
   for (LayerWeights& w : out.layers) {
     for (std::vector<float>* v : {&w.attn_norm, &w.wq, &w.wk, &w.wv, &w.wo, &w.ffn_norm, &w.w1,
-                                  &w.w2, &w.w3}) {
+                                  &w.w2, &w.w3, &w.bq, &w.bk, &w.bv}) {
       round_all(*v);
     }
   }

@@ -121,6 +121,11 @@ struct DeviceLayer {
   std::unique_ptr<DeviceLinear> w1;     ///< (hidden_dim, dim) gate
   std::unique_ptr<DeviceLinear> w2;     ///< (dim, hidden_dim) down
   std::unique_ptr<DeviceLinear> w3;     ///< (hidden_dim, dim) up
+  /// \brief (q_dim) q bias, fp32 holding the storage type's rounded values; empty unless the
+  /// config has `attention_bias` (Qwen2). Likewise `bk` and `bv` (kv_dim).
+  DeviceTensor bq;
+  DeviceTensor bk;  ///< (kv_dim) k bias, see `bq`
+  DeviceTensor bv;  ///< (kv_dim) v bias, see `bq`
 };
 
 /// \brief Makes the device form of one linear layer of block `layer`: `name` is its
@@ -143,8 +148,9 @@ class DeviceModel {
   DeviceModel(const Model& model, DType dtype, const LinearFactory& make_linear);
 
   /// \brief Where a tensor's fp32 values come from: `(name, layer, numel)` → the values, with
-  /// `name` one of the `LayerWeights` / `Model` field names ("wq", …, "token_embedding",
-  /// "final_norm", "classifier") and `layer` -1 for model-wide tensors.
+  /// `name` one of the `LayerWeights` / `Model` field names ("wq", …, "bq", "bk", "bv" with
+  /// `attention_bias`, "token_embedding", "final_norm", "classifier") and `layer` -1 for
+  /// model-wide tensors.
   using TensorSource =
       std::function<std::vector<float>(const std::string& name, int layer, std::size_t numel)>;
   /// \brief Uploads the tensors of a model with `config` one at a time, as `source` produces

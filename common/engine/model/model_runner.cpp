@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/rope_frequencies.h"
 #include "kernels/embedding.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -13,6 +14,25 @@ namespace nanoserve::engine {
 namespace {
 RopePairing pairing_of(RopeStyle style) {
   return style == RopeStyle::kRotateHalf ? RopePairing::kRotateHalf : RopePairing::kAdjacentPairs;
+}
+
+// y = x Wᵀ (+ bias on every row when the layer has one): the bias is first copied into each of
+// the T rows of y (doubling copies: 1, 2, 4, … rows), then the linear accumulates onto it.
+void apply_biased(const DeviceLinear& w, const DeviceTensor& bias, const float* x, float* y,
+                  int T, cudaStream_t stream) {
+  if (bias.numel() == 0 || T == 0) {
+    w.apply(x, y, T, stream, Epilogue::kStore);
+    return;
+  }
+  const std::size_t row_bytes = bias.numel() * sizeof(float);
+  CUDA_CHECK(cudaMemcpyAsync(y, bias.data<float>(), row_bytes, cudaMemcpyDeviceToDevice, stream));
+  for (int have = 1; have < T;) {
+    const int n = have < T - have ? have : T - have;
+    CUDA_CHECK(cudaMemcpyAsync(y + std::size_t(have) * bias.numel(), y, row_bytes * std::size_t(n),
+                               cudaMemcpyDeviceToDevice, stream));
+    have += n;
+  }
+  w.apply(x, y, T, stream, Epilogue::kAccumulate);
 }
 
 template <typename T>
@@ -41,6 +61,7 @@ ModelRunner::ModelRunner(const DeviceModel& model, RunnerOptions options, cudaSt
   gate_ = rows_of<float>(t, c.hidden_dim);
   up_ = rows_of<float>(t, c.hidden_dim);
   logits_ = rows_of<float>(options.max_logit_rows, c.vocab_size);
+  inv_freq_ = rope_frequencies(c);
 }
 
 std::int64_t ModelRunner::activation_bytes() const {
@@ -95,11 +116,11 @@ std::vector<float> ModelRunner::forward(const ForwardBatch& batch, DeviceKVCache
       const DeviceLayer& w = model_.layer(l);
       // Attention block.
       launch_rmsnorm<W>(x_.get(), w.attn_norm.data<W>(), T, c.dim, c.norm_eps, xn_.get(), stream_);
-      w.wq->apply(xn_.get(), q_.get(), T, stream_, Epilogue::kStore);
-      w.wk->apply(xn_.get(), k_.get(), T, stream_, Epilogue::kStore);
-      w.wv->apply(xn_.get(), v_.get(), T, stream_, Epilogue::kStore);
+      apply_biased(*w.wq, w.bq, xn_.get(), q_.get(), T, stream_);
+      apply_biased(*w.wk, w.bk, xn_.get(), k_.get(), T, stream_);
+      apply_biased(*w.wv, w.bv, xn_.get(), v_.get(), T, stream_);
       launch_rope(q_.get(), k_.get(), positions_.get(), T, c.n_heads, c.n_kv_heads, c.head_dim,
-                  c.rope_theta, pairing_of(c.rope_style), stream_);
+                  inv_freq_.data(), pairing_of(c.rope_style), stream_);
       attention.append_kv(l, k_.get(), v_.get(), stream_);
       attention.attend(l, q_.get(), att_.get(), stream_);
       w.wo->apply(att_.get(), x_.get(), T, stream_, Epilogue::kAccumulate);  // x += a Woᵀ

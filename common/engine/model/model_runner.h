@@ -80,6 +80,7 @@ class ModelRunner {
   DeviceBuffer<float> up_;       // (Tmax, hidden_dim) W3 x
   DeviceBuffer<float> logits_;   // (max_logit_rows, vocab)
   std::vector<int> host_positions_;  // source of the positions upload, kept alive
+  std::vector<float> inv_freq_;      // (head_dim / 2) RoPE frequencies, rope_scaling applied
 };
 
 }  // namespace nanoserve::engine
