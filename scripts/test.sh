@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command and the whole of CI (.ci/run calls this and nothing else):
-#   1. sim preset: build and run every test
+#   1. sim preset: build and run every test (the kernel tests also under the race checker; the
+#      peer tests when npm can install peers/)
 #   2. asan preset: build and run the kernel and common tests under ASan+UBSan
 #   3. cuda preset: compile and link (tests need a GPU; scripts/gpu_check.sh runs them there)
 #   4. fuzz preset: run each loader fuzzer briefly (clang libFuzzer), one per core
@@ -32,8 +33,20 @@ if command -v ccache >/dev/null 2>&1; then
 fi
 step() { echo; echo "== [$(( $(date +%s) - start ))s] $*"; }
 
+# The other implementations the `peer` label compares with (llama.cpp through node-llama-cpp, HF
+# tokenizers, @huggingface/jinja; peers/package-lock.json pins them): installed when npm can
+# reach its registry, otherwise those tests skip with a message.
+if command -v npm >/dev/null 2>&1; then
+  (cd peers && timeout 300 npm ci --ignore-scripts --omit=optional --no-audit --no-fund \
+     >/dev/null 2>&1) || echo "peers: npm ci failed (no registry?); the peer tests will skip" >&2
+else
+  echo "peers: no npm; the peer tests will skip" >&2
+fi
+
 step "sim: configure, build, test"
-cmake --preset sim "${cache[@]}" >/dev/null
+# NANOSERVE_RACECHECK_ALL: every kernel test once more under the shared-memory race checker
+# (kernels/sim/README.md), as tests test_kernels_racecheck.* with the kernels label.
+cmake --preset sim "${cache[@]}" -DNANOSERVE_RACECHECK_ALL=ON >/dev/null
 cmake --build --preset sim -j "$jobs"
 ctest --preset sim -j "$jobs"
 ((quick)) && { step "done (--quick)"; exit 0; }
