@@ -6,25 +6,15 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/loaders/synthetic_model.h"
 #include "common/roofline/device.h"
 #include "common/roofline/pass_cost.h"
 
 namespace nanoserve::roofline {
 namespace {
 
-ModelConfig llama2_7b() {
-  ModelConfig c;
-  c.dim = 4096;
-  c.hidden_dim = 11008;
-  c.n_layers = 32;
-  c.n_heads = 32;
-  c.n_kv_heads = 32;
-  c.head_dim = 128;
-  c.vocab_size = 32000;
-  c.max_seq_len = 4096;
-  c.tied_classifier = false;
-  return c;
-}
+// Llama-2-7B's published shape (common/loaders/synthetic_model.h).
+ModelConfig llama2_7b() { return synthetic_config("synthetic:llama2-7b"); }
 
 TEST(RooflineDevices, EveryDeviceHasAUniqueKeyASourceAndPositiveFigures) {
   std::set<std::string> keys;
