@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -23,7 +24,13 @@ thread_local std::uint64_t tl_lane_args[kMaxWarps][32];
 // every lane reads the same between the two rendezvous.
 thread_local std::uint64_t tl_lane_calls[kMaxWarps][32];
 thread_local std::uint64_t tl_claimed_call[kMaxWarps];
-thread_local float tl_scratch[kMaxWarps][256];
+// The warp's result tile, written by the claiming lane and read by the others between the two
+// rendezvous. On the heap, not in the static TLS block: the race checker watches that block as
+// `__shared__` memory, and this memory is the simulator's, not the kernel's.
+float* warp_scratch(int warp) {
+  thread_local const std::unique_ptr<float[]> scratch(new float[kMaxWarps * 256]);
+  return scratch.get() + warp * 256;
+}
 
 WmmaMapping mapping_from_env() {
   const char* text = std::getenv("NANOSERVE_SIM_WMMA_MAPPING");
@@ -98,7 +105,7 @@ bool wmma_claim() {
   return true;
 }
 
-float* wmma_warp_scratch() { return tl_scratch[warp_of_current_thread()]; }
+float* wmma_warp_scratch() { return warp_scratch(warp_of_current_thread()); }
 
 void wmma_leave(const WmmaCall& call) {
   warp_op(WarpOp::kWmma, 0xffffffffu, 1, 0, 32, call.site);
