@@ -394,12 +394,14 @@ Model load_hf_sharded_from_memory(const std::string& config_json, const std::str
     }
   }
   for (const auto& [tensor, shard] : map.items()) {
+    // A named copy: C++17 lambdas cannot capture a structured binding (clang refuses it).
+    const std::string shard_name = shard.get<std::string>();
     const auto f = std::find_if(files.begin(), files.end(), [&](const SafetensorsFile& sf) {
-      return sf.name == name + "/" + shard.get<std::string>();
+      return sf.name == name + "/" + shard_name;
     });
     if (f->find(tensor) == nullptr) {
       throw LoadError(index_file, "weight_map." + tensor,
-                      "names shard " + shard.get<std::string>() + ", which does not contain it");
+                      "names shard " + shard_name + ", which does not contain it");
     }
   }
   return build_model(config_json, files, name);
