@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/sim/block_scheduler.h"
+#include "kernels/sim/elf_symbols.h"
 
 namespace nanoserve::sim {
 namespace {
@@ -36,6 +37,7 @@ struct ByteShadow {
   Access readers[2];                // the last two distinct readers since the last write
   std::uint32_t pending = 0;        // 1 + index of an async copy in flight into this byte
   std::uint32_t pending_block = 0;  // the block that `pending` belongs to
+  bool ignored = false;             // a GCC guard byte of a local `static thread_local`
 };
 
 struct WarpEvent {
@@ -104,6 +106,14 @@ void locate_tls(RaceBlock& b) {
     b.tls_lo = tp - span;
     b.tls_size = span;
     b.tls.assign(span, ByteShadow{});
+    // Not shared memory although it lies in the block: the guard bytes GCC puts beside
+    // `__shared__` arrays of class type (`__half`), set by the first thread that reaches the
+    // declaration and read by the others (kernels/sim/elf_symbols.h).
+    for (const AddressRange& g : tls_guard_ranges()) {
+      for (std::uintptr_t a = g.begin; a < g.end; ++a) {
+        if (a - b.tls_lo < b.tls_size) b.tls[a - b.tls_lo].ignored = true;
+      }
+    }
     return;
   }
 #endif
@@ -248,7 +258,10 @@ void check_byte(RaceBlock& b, ByteShadow& s, std::uintptr_t address, const Acces
 // The shadow of `address` if it is shared memory of the running block, else null.
 ByteShadow* shadow_of(RaceBlock& b, std::uintptr_t address) {
   if (address - b.dyn_lo < b.dyn_size) return &b.dyn[address - b.dyn_lo];
-  if (address - b.tls_lo < b.tls_size) return &b.tls[address - b.tls_lo];
+  if (address - b.tls_lo < b.tls_size) {
+    ByteShadow* s = &b.tls[address - b.tls_lo];
+    return s->ignored ? nullptr : s;
+  }
   return nullptr;
 }
 

@@ -115,6 +115,25 @@ TEST_F(RaceCheck, ReadingAnAsyncCopyDestinationBeforeTheWaitIsALaunchError) {
   EXPECT_EQ(out.to_host()[0], 2.0f);
 }
 
+// A __shared__ array of a class type (GCC guards it with a TLS byte that the first thread
+// writes and the others read): correctly synchronized, so no race — with and without the
+// planted one, which must still be found in the same array.
+__global__ void half_tile(float* out, int with_barrier) {
+  __shared__ __half h[64];
+  h[threadIdx.x] = __float2half(static_cast<float>(threadIdx.x));
+  if (with_barrier) __syncthreads();
+  out[threadIdx.x] = __half2float(h[63 - threadIdx.x]);
+}
+
+TEST_F(RaceCheck, ClassTypedSharedArraysAreCheckedWithoutFalseRacesOnTheirGuard) {
+  DeviceBuffer<float> out(64);
+  launch(half_tile, dim3(2), dim3(64), 0, nullptr, out.get(), 1);
+  const std::vector<float> got = out.to_host();
+  for (int t = 0; t < 64; ++t) EXPECT_EQ(got[t], static_cast<float>(63 - t));
+  expect_race([&] { launch(half_tile, dim3(1), dim3(64), 0, nullptr, out.get(), 0); },
+              {"half_tile", "__syncthreads"});
+}
+
 }  // namespace
 }  // namespace nanoserve
 

@@ -14,9 +14,6 @@
 #include "common/tolerances.h"
 #include "tests/kernels/kernel_oracle_support.h"
 #include "tests/kernels/kernel_test_support.h"
-#if !NANOSERVE_REAL_CUDA
-#include "kernels/sim/racecheck.h"
-#endif
 
 namespace nanoserve {
 namespace {
@@ -176,14 +173,6 @@ TYPED_TEST_SUITE(WmmaGemm, LowPrecisionTypes, testing::StorageTypeNames);
 
 TYPED_TEST(WmmaGemm, MatchesOracleOnAwkwardSizes) {
   using T = TypeParam;
-#if !NANOSERVE_REAL_CUDA
-  if (sim::racecheck_enabled()) {
-    // Known false positive (kernels/sim/README.md, "Limitations"): GCC guards a function-local
-    // `static thread_local __half` array with a TLS guard byte, which the checker sees as a
-    // shared byte written by the first thread and read by the others.
-    GTEST_SKIP() << "the race checker reports the TLS guard of __half __shared__ arrays";
-  }
-#endif
   const std::vector<std::tuple<int, int, int>> shapes = {
       {1, 1, 1}, {16, 16, 16}, {17, 33, 15}, {5, 40, 100}, {45, 3, 31}, {64, 48, 80}};
   for (const auto& [m, n, k] : shapes) {
