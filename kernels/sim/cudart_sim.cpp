@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "kernels/sim/elf_symbols.h"
 #include "kernels/sim/graph_capture.h"
 #include "kernels/sim/launch.h"
 #include "kernels/sim/runtime_state.h"
@@ -230,11 +231,16 @@ cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, 
                                                         std::to_string(static_cast<int>(attr)) +
                                                         " is not simulated");
   }
-  if (value < 0 || static_cast<size_t>(value) > sim::DeviceLimits::kSharedPerBlockOptin) {
+  // As on hardware, the opt-in maximum is shared with the kernel's static shared memory.
+  const size_t max_dynamic =
+      sim::DeviceLimits::kSharedPerBlockOptin - sim::static_shared_bytes(func);
+  if (value < 0 || static_cast<size_t>(value) > max_dynamic) {
     return sim::record_error(cudaErrorInvalidValue,
                              "cudaFuncSetAttribute: MaxDynamicSharedMemorySize " +
                                  std::to_string(value) + " is outside [0, " +
-                                 std::to_string(sim::DeviceLimits::kSharedPerBlockOptin) + "]");
+                                 std::to_string(max_dynamic) + "] (" +
+                                 std::to_string(sim::DeviceLimits::kSharedPerBlockOptin) +
+                                 " per block less the kernel's static shared memory)");
   }
   sim::set_max_dynamic_smem(func, static_cast<size_t>(value));
   return cudaSuccess;

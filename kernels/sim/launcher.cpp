@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "kernels/sim/block_scheduler.h"
+#include "kernels/sim/elf_symbols.h"
 #include "kernels/sim/graph_capture.h"
 #include "kernels/sim/permutation.h"
 #include "kernels/sim/runtime_state.h"
@@ -108,11 +109,34 @@ cudaError_t launch_kernel(const void* kernel, dim3 grid, dim3 block, std::size_t
   if (!bad_configuration.empty()) {
     return record_error(cudaErrorInvalidConfiguration, bad_configuration);
   }
-  const std::size_t smem_limit = max_dynamic_smem(kernel);
+  // Static shared memory counts as on hardware: ptxas refuses a kernel whose `__shared__`
+  // variables exceed 48 KiB, and static + dynamic must fit the per-block opt-in maximum.
+  const std::size_t static_smem = static_shared_bytes(kernel);
+  if (static_smem > DeviceLimits::kSharedPerBlock) {
+    return record_error(cudaErrorInvalidValue,
+                        "the kernel's static __shared__ variables take " +
+                            std::to_string(static_smem) + " bytes, over the " +
+                            std::to_string(DeviceLimits::kSharedPerBlock) +
+                            " a kernel may declare statically (nvcc's ptxas refuses it; use "
+                            "dynamic shared memory and cudaFuncSetAttribute)");
+  }
+  if (static_smem + smem_bytes > DeviceLimits::kSharedPerBlockOptin) {
+    return record_error(cudaErrorInvalidValue,
+                        "launch needs " + std::to_string(static_smem) + " bytes of static and " +
+                            std::to_string(smem_bytes) + " of dynamic shared memory, over the " +
+                            std::to_string(DeviceLimits::kSharedPerBlockOptin) +
+                            " a block can have");
+  }
+  std::size_t smem_limit = max_dynamic_smem(kernel);
+  if (!has_max_dynamic_smem(kernel)) {  // the default leaves 48 KiB for static + dynamic
+    smem_limit = DeviceLimits::kSharedPerBlock - static_smem;
+  }
   if (smem_bytes > smem_limit) {
     return record_error(cudaErrorInvalidValue,
                         "launch requests " + std::to_string(smem_bytes) +
-                            " bytes of dynamic shared memory; the limit for this kernel is " +
+                            " bytes of dynamic shared memory (beside " +
+                            std::to_string(static_smem) +
+                            " static); the limit for this kernel is " +
                             std::to_string(smem_limit) +
                             " (raise it with cudaFuncSetAttribute("
                             "cudaFuncAttributeMaxDynamicSharedMemorySize), at most " +

@@ -58,6 +58,12 @@ std::size_t max_dynamic_smem(const void* kernel) {
   return it == s.max_smem.end() ? DeviceLimits::kSharedPerBlock : it->second;
 }
 
+bool has_max_dynamic_smem(const void* kernel) {
+  SharedState& s = shared();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.max_smem.count(kernel) != 0;
+}
+
 void set_max_dynamic_smem(const void* kernel, std::size_t bytes) {
   SharedState& s = shared();
   std::lock_guard<std::mutex> lock(s.mutex);

@@ -31,6 +31,9 @@ cudaError_t peek_last_error();
 
 /// \brief Dynamic shared memory a launch of `kernel` may request (48 KiB unless raised).
 std::size_t max_dynamic_smem(const void* kernel);
+/// \brief Whether `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, …)`
+/// has been called for `kernel`.
+bool has_max_dynamic_smem(const void* kernel);
 /// \brief cudaFuncAttributeMaxDynamicSharedMemorySize for `kernel`.
 void set_max_dynamic_smem(const void* kernel, std::size_t bytes);
 

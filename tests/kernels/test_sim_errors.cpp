@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/sim/block_scheduler.h"
+#include "kernels/sim/elf_symbols.h"
 #include "tests/kernels/kernel_test_support.h"
 
 namespace nanoserve {
@@ -181,6 +182,66 @@ TEST(SimErrors, TooMuchDynamicSharedMemoryIsInvalidValue) {
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, 300 * 1024),
             cudaErrorInvalidValue);  // above the 227 KiB opt-in limit
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  expect_runtime_usable();
+}
+
+// 40 KiB of static shared memory: legal alone, but it leaves only 8 KiB of the default 48 for
+// dynamic shared memory.
+__global__ void static_40k_kernel(float* out) {
+  __shared__ float tile[10 * 1024];
+  __shared__ __half halves[64];
+  tile[threadIdx.x] = static_cast<float>(threadIdx.x);
+  halves[threadIdx.x] = __float2half(1.0f);
+  __syncthreads();
+  out[threadIdx.x] = tile[31 - threadIdx.x] + __half2float(halves[threadIdx.x]);
+}
+
+// 56 KiB statically: nvcc's ptxas refuses such a kernel ("uses too much shared data").
+__global__ void static_56k_kernel(float* out) {
+  __shared__ float big[14 * 1024];
+  big[threadIdx.x] = 1.0f;
+  __syncthreads();
+  out[threadIdx.x] = big[threadIdx.x];
+}
+
+template <int N>
+__global__ void static_template_kernel(int* out) {
+  __shared__ int cells[N];
+  cells[threadIdx.x] = 1;
+  __syncthreads();
+  out[threadIdx.x] = cells[threadIdx.x];
+}
+
+TEST(SimErrors, StaticSharedMemoryIsCountedFromTheKernelsSymbols) {
+  EXPECT_EQ(sim::static_shared_bytes(reinterpret_cast<const void*>(static_40k_kernel)),
+            10 * 1024 * sizeof(float) + 64 * sizeof(__half));
+  EXPECT_EQ(sim::static_shared_bytes(reinterpret_cast<const void*>(static_template_kernel<96>)),
+            96 * sizeof(int));
+  EXPECT_EQ(sim::static_shared_bytes(reinterpret_cast<const void*>(static_template_kernel<8>)),
+            8 * sizeof(int));
+  EXPECT_EQ(sim::static_shared_bytes(reinterpret_cast<const void*>(empty_kernel)), 0u);
+}
+
+TEST(SimErrors, StaticAndDynamicSharedMemoryShareTheLimit) {
+  testing::DeviceBuffer<float> out(32);
+  const std::size_t static_bytes = 10 * 1024 * sizeof(float) + 64 * sizeof(__half);
+  const std::size_t room = 48 * 1024 - static_bytes;
+  EXPECT_NO_THROW(launch(static_40k_kernel, dim3(1), dim3(32), room, nullptr, out.get()));
+  EXPECT_EQ(out.to_host()[0], 32.0f);
+  expect_cuda_error(
+      [&] { launch(static_40k_kernel, dim3(1), dim3(32), room + 1, nullptr, out.get()); },
+      cudaErrorInvalidValue, "static");
+  expect_cuda_error([&] { launch(static_56k_kernel, dim3(1), dim3(32), 0, nullptr, out.get()); },
+                    cudaErrorInvalidValue, "static __shared__");
+  // The opt-in maximum is also shared: 227 KiB less the static bytes.
+  const void* k = reinterpret_cast<const void*>(static_40k_kernel);
+  EXPECT_EQ(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(227 * 1024 - static_bytes + 1)),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(100 * 1024)));
+  EXPECT_NO_THROW(launch(static_40k_kernel, dim3(1), dim3(32), 100 * 1024, nullptr, out.get()));
   expect_runtime_usable();
 }
 
