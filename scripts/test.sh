@@ -2,7 +2,8 @@
 # The README's test command and the whole of CI (.ci/run calls this and nothing else):
 #   1. sim preset: build and run every test (the kernel tests also under the race checker; the
 #      peer tests when npm can install peers/)
-#   2. asan preset: build and run the kernel and common tests under ASan+UBSan
+#   2. asan preset: build and run the kernel and common tests under ASan+UBSan (kernels compiled
+#      with FMA contraction, so the kernel tests run both ways)
 #   3. cuda preset: compile and link (tests need a GPU; scripts/gpu_check.sh runs them there)
 #   4. fuzz preset: run each loader fuzzer briefly (clang libFuzzer), one per core
 #   5. docs: Doxygen with warnings as errors, then a link check of the site
@@ -56,8 +57,10 @@ step "exercises: reference passes, student tree fails, each exercise put back pa
 # run above has just run the graded tests on the reference.
 bash scripts/check_exercises.sh --reference-tested
 
-step "asan: kernel and common tests under AddressSanitizer + UBSan"
-cmake --preset asan >/dev/null
+step "asan: kernel and common tests under AddressSanitizer + UBSan, with FMA contraction"
+# NANOSERVE_SIM_FP_CONTRACT: kernels contract a*b+c into FMAs as nvcc does (kernels/sim/README.md),
+# so every kernel test runs both ways in CI: without contraction in the sim step, with it here.
+cmake --preset asan -DNANOSERVE_SIM_FP_CONTRACT=ON >/dev/null
 # Only what the kernels and common labels run: the chapters' tests stay in the sim build.
 cmake --build --preset asan -j "$jobs" --target test_kernels test_common nanoserve sim_microbench
 # Not here (the sim step runs them): the reverse-order reruns of the kernel tests (the schedule is
