@@ -29,7 +29,12 @@
 //        not a multiple of 8) are written synchronously, which is legal in the buffer nobody
 //        reads until the next barrier. Costs twice v02's tile memory (20 KiB per block).
 //
-// Tests: tests/kernels/test_gemm_tc.cpp (every version, fp16 and bf16, OutT float and T, both
+// launch_qgemm_tc (W4A16 / W8A16) is v03 over another W loader: QuantTileW dequantizes each
+// (64, 32) tile of W from its codes (qlinear_common.cuh: any group size, act-order) into shared
+// memory, rounded to T once because the tensor core multiplies T, while X's tiles still arrive
+// asynchronously. Each weight is dequantized once per 64 rows of X.
+//
+// Tests: tests/kernels/test_gemm_tc.cpp and test_qgemm_tc.cpp (every version, fp16 and bf16, OutT float and T, both
 // epilogues, awkward sizes, against oracle::matmul on the same rounded inputs).
 #include "kernels/gemm_tc.h"
 
@@ -181,21 +186,55 @@ __device__ __forceinline__ void copy_chunk(T* dst, const T* src, int rows, int k
   }
 }
 
-// Fills one stage (xs, then ws) with the k tile at k0. Consecutive threads take consecutive
-// chunks of a row: 4 threads read 64 contiguous bytes of X (or W).
+// Fills the X half of a stage with the k tile at k0. Consecutive threads take consecutive
+// chunks of a row: 4 threads read 64 contiguous bytes.
 template <bool kAsync, typename T>
-__device__ __forceinline__ void load_tile(T* stage, const T* x, const T* w, int m, int n, int k,
-                                          int m0, int n0, int k0) {
-  T* const xs = stage;
-  T* const ws = stage + kBM * kLds;
+__device__ __forceinline__ void load_rows(T* tile, const T* src, int rows, int k, int row0,
+                                          int k0) {
   NS_UNROLL
   for (int l = 0; l < kChunksPerThread; ++l) {
     const int chunk = static_cast<int>(threadIdx.x) + l * kThreads;
     const int r = chunk / kChunksPerRow;
     const int c = chunk % kChunksPerRow * kChunk;
-    copy_chunk<kAsync>(xs + r * kLds + c, x, m, k, m0 + r, k0 + c);
-    copy_chunk<kAsync>(ws + r * kLds + c, w, n, k, n0 + r, k0 + c);
+    copy_chunk<kAsync>(tile + r * kLds + c, src, rows, k, row0 + r, k0 + c);
   }
+}
+
+// The W operand of the tiled kernels: how a (kBN, kBK) tile of W gets into shared memory.
+// DenseTileW copies it like X; QuantTileW (the W4A16 / W8A16 kernel) dequantizes it.
+template <typename T>
+struct DenseTileW {
+  const T* w;  // (n, k) row-major
+  template <bool kAsync>
+  __device__ __forceinline__ void load(T* ws, int n, int k, int n0, int k0) const {
+    load_rows<kAsync>(ws, w, n, k, n0, k0);
+  }
+};
+
+// W = s · (q − z) dequantized element by element (any group size, act-order) and rounded to T
+// once, zeros past the edges; consecutive threads walk k (neighbouring nibbles of a row).
+// Synchronous: a code is not a T, so there is nothing to copy asynchronously.
+template <typename T>
+struct QuantTileW {
+  QuantizedWeightView v;  // (n, k) codes, scales, zeros, g_idx
+  template <bool kAsync>
+  __device__ __forceinline__ void load(T* ws, int n, int k, int n0, int k0) const {
+    const T zero = from_float<T>(0.0f);
+    for (int e = static_cast<int>(threadIdx.x); e < kBN * kBK; e += kThreads) {
+      const int r = e / kBK;
+      const int c = e % kBK;
+      ws[r * kLds + c] =
+          n0 + r < n && k0 + c < k ? from_float<T>(dequantize_element(v, n0 + r, k0 + c)) : zero;
+    }
+  }
+};
+
+// Fills one stage (xs, then ws) with the k tile at k0.
+template <bool kAsync, typename W, typename T>
+__device__ __forceinline__ void load_tile(T* stage, const T* x, const W& w, int m, int n, int k,
+                                          int m0, int n0, int k0) {
+  load_rows<kAsync>(stage, x, m, k, m0, k0);
+  w.template load<kAsync>(stage + kBM * kLds, n, k, n0, k0);
 }
 
 // The warp's 2x2 accumulators += its slices of one stage.
@@ -249,10 +288,10 @@ __device__ __forceinline__ void store_tile(const FragAcc (&acc)[kFragsM][kFragsN
 // v02 (kDoubleBuffer false): load a tile, barrier, multiply, barrier.
 // v03 (kDoubleBuffer true): two stages; tile t+1 is copied asynchronously into one while tile t
 // is multiplied from the other.
-template <bool kDoubleBuffer, typename T, typename OutT>
+template <bool kDoubleBuffer, typename W, typename T, typename OutT>
 __global__ void __launch_bounds__(kThreads)
-    gemm_tc_kernel_tiled(const T* __restrict__ w, const T* __restrict__ x, OutT* __restrict__ y,
-                         int m, int n, int k, Epilogue epilogue) {
+    gemm_tc_kernel_tiled(W w, const T* __restrict__ x, OutT* __restrict__ y, int m, int n, int k,
+                         Epilogue epilogue) {
   T* const stages = aligned_smem<T>();  // (1 or 2, kStage)
   const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int warp_m = warp / kWarpsN;
@@ -318,14 +357,11 @@ void check_args(const char* op, const void* w, const void* x, const void* y, int
   }
 }
 
-template <typename T, typename OutT>
-using GemmTcKernel = void (*)(const T*, const T*, OutT*, int, int, int, Epilogue);
-
 // Launches `kernel` over chunks of at most 65535 row tiles (the gridDim.y limit).
-template <typename T, typename OutT>
-void launch_rows(GemmTcKernel<T, OutT> kernel, int tile_m, int tile_n, int threads,
-                 std::size_t smem, const T* w, const T* x, OutT* y, int m, int n, int k,
-                 cudaStream_t stream, Epilogue epilogue) {
+template <typename W, typename T, typename OutT>
+void launch_rows(void (*kernel)(W, const T*, OutT*, int, int, int, Epilogue), int tile_m,
+                 int tile_n, int threads, std::size_t smem, const W& w, const T* x, OutT* y,
+                 int m, int n, int k, cudaStream_t stream, Epilogue epilogue) {
   const std::int64_t rows_per_launch = static_cast<std::int64_t>(kargs::kMaxGridYZ) * tile_m;
   const int grid_x = (n + tile_n - 1) / tile_n;
   for (std::int64_t r0 = 0; r0 < m; r0 += rows_per_launch) {
@@ -333,6 +369,19 @@ void launch_rows(GemmTcKernel<T, OutT> kernel, int tile_m, int tile_n, int threa
     launch(kernel, dim3(grid_x, (rows + tile_m - 1) / tile_m), dim3(threads), smem, stream, w,
            x + r0 * k, y + r0 * n, rows, n, k, epilogue);
   }
+}
+
+// v02 (double_buffer false) or v03 over the W loader `w`.
+template <typename T, typename OutT, typename W>
+void run_tiled(bool double_buffer, const W& w, const T* x, OutT* y, int m, int n, int k,
+               cudaStream_t stream, Epilogue epilogue) {
+  const int stages = double_buffer ? 2 : 1;
+  const std::size_t tiles_bytes = static_cast<std::size_t>(stages) * kStage * sizeof(T);
+  const std::size_t out_bytes = static_cast<std::size_t>(kBM) * kLdc * sizeof(float);
+  const std::size_t smem = (tiles_bytes > out_bytes ? tiles_bytes : out_bytes) + kSmemAlign;
+  launch_rows<W, T, OutT>(double_buffer ? gemm_tc_kernel_tiled<true, W, T, OutT>
+                                        : gemm_tc_kernel_tiled<false, W, T, OutT>,
+                          kBM, kBN, kThreads, smem, w, x, y, m, n, k, stream, epilogue);
 }
 
 }  // namespace
@@ -356,23 +405,38 @@ void launch_gemm_tc(const T* w, const T* x, OutT* y, int m, int n, int k, cudaSt
           std::to_string(m) + ", n = " + std::to_string(n) + ", k = " + std::to_string(k) +
           "); v02 and later take any size");
     }
-    launch_rows<T, OutT>(gemm_tc_kernel_v01<T, OutT>, kFrag, kFrag * kV01Warps, kV01Warps * kWarp,
-                         kV01Warps * kFrag * kFrag * sizeof(float) + kSmemAlign, w, x, y, m, n,
-                         k, stream, epilogue);
+    launch_rows<const T*, T, OutT>(gemm_tc_kernel_v01<T, OutT>, kFrag, kFrag * kV01Warps,
+                                   kV01Warps * kWarp,
+                                   kV01Warps * kFrag * kFrag * sizeof(float) + kSmemAlign, w, x,
+                                   y, m, n, k, stream, epilogue);
     return;
   }
-  const int stages = version == 3 ? 2 : 1;
-  const std::size_t tiles_bytes = static_cast<std::size_t>(stages) * kStage * sizeof(T);
-  const std::size_t out_bytes = static_cast<std::size_t>(kBM) * kLdc * sizeof(float);
-  const std::size_t smem = (tiles_bytes > out_bytes ? tiles_bytes : out_bytes) + kSmemAlign;
-  launch_rows<T, OutT>(version == 3 ? gemm_tc_kernel_tiled<true, T, OutT>
-                                    : gemm_tc_kernel_tiled<false, T, OutT>,
-                       kBM, kBN, kThreads, smem, w, x, y, m, n, k, stream, epilogue);
+  run_tiled<T, OutT>(version == 3, DenseTileW<T>{w}, x, y, m, n, k, stream, epilogue);
+}
+
+template <typename T, typename OutT>
+void launch_qgemm_tc(const QuantizedWeightView& w, const T* x, OutT* y, int m,
+                     cudaStream_t stream, Epilogue epilogue) {
+  const char* const op = "launch_qgemm_tc";
+  if (w.bits != 4 && w.bits != 8) {
+    throw std::invalid_argument(std::string(op) + ": bits = " + std::to_string(w.bits) +
+                                " must be 4 or 8");
+  }
+  if (w.group_size < 1) {
+    throw std::invalid_argument(std::string(op) + ": group_size = " +
+                                std::to_string(w.group_size) + " must be >= 1");
+  }
+  check_args(op, w.qweight, x, y, m, w.rows, w.cols);
+  if (m == 0 || w.rows == 0) return;
+  if (w.cols > 0 && w.scales == nullptr) throw std::invalid_argument(std::string(op) + ": scales is null");
+  run_tiled<T, OutT>(true, QuantTileW<T>{w}, x, y, m, w.rows, w.cols, stream, epilogue);
 }
 
 #define NANOSERVE_GEMM_TC_INSTANTIATE(T, OutT)                                               \
   template void launch_gemm_tc<T, OutT>(const T*, const T*, OutT*, int, int, int, cudaStream_t, \
-                                        Epilogue, int);
+                                        Epilogue, int);                                      \
+  template void launch_qgemm_tc<T, OutT>(const QuantizedWeightView&, const T*, OutT*, int,      \
+                                         cudaStream_t, Epilogue);
 NANOSERVE_GEMM_TC_INSTANTIATE(__half, float)
 NANOSERVE_GEMM_TC_INSTANTIATE(__half, __half)
 NANOSERVE_GEMM_TC_INSTANTIATE(__nv_bfloat16, float)

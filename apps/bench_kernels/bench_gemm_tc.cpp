@@ -2,9 +2,11 @@
 // 4096x4096 projection in bf16 and fp16, v03 at 4096³ (issue 21's target: >= 50% of cuBLAS
 // bf16 there) and on the MLP shape; output in the input type. On the cuda build each shape also
 // runs cublasGemmEx (fp32 compute, default algorithm) as the reference row: the table then
-// prints every version's GFLOP/s relative to it. The simulator has no cuBLAS and its timings
+// prints every version's GFLOP/s relative to it. launch_qgemm_tc (W4A16 g128) runs on the
+// 512-token prefill shape. The simulator has no cuBLAS and its timings
 // are CPU timings, so there this is a smoke run that every version launches.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -109,6 +111,45 @@ BenchCase cublas_case(int m, int n, int k) {
 }
 #endif
 
+// launch_qgemm_tc: symmetric INT4 with groups of 128 (W4A16), output in T. Bytes: the codes,
+// one fp16 scale per group, X and Y once.
+template <typename T>
+BenchCase w4a16_case(int m, int n, int k) {
+  constexpr int kGroup = 128;
+  const int groups = (k + kGroup - 1) / kGroup;
+  const int row_bytes = (k + 1) / 2;
+  BenchCase c = tc_case<T>("w4a16-g128", m, n, k);  // beside the dense rows (and cuBLAS)
+  c.bytes = static_cast<double>(n) * row_bytes + 2.0 * n * groups +
+            (static_cast<double>(m) * k + static_cast<double>(m) * n) * sizeof(T);
+  c.prepare = [=]() -> Launch {
+    struct Buffers {
+      DeviceBuffer<std::uint8_t> codes;  // (n, row_bytes)
+      DeviceBuffer<__half> scales;       // (n, groups)
+      DeviceBuffer<T> x;                 // (m, k)
+      DeviceBuffer<T> y;                 // (m, n)
+    };
+    auto b = std::make_shared<Buffers>();
+    std::vector<std::uint8_t> codes(static_cast<std::size_t>(n) * row_bytes);
+    for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<std::uint8_t>(i * 37 + 11);
+    b->codes = DeviceBuffer<std::uint8_t>(codes);
+    std::vector<__half> scales(static_cast<std::size_t>(n) * groups, from_float<__half>(0.01f));
+    b->scales = DeviceBuffer<__half>(scales);
+    b->x = DeviceBuffer<T>(pattern<T>(static_cast<std::size_t>(m) * k, 2));
+    b->y = DeviceBuffer<T>(static_cast<std::size_t>(m) * n);
+    QuantizedWeightView w;
+    w.qweight = b->codes.get();
+    w.scales = b->scales.get();
+    w.rows = n;
+    w.cols = k;
+    w.bits = 4;
+    w.group_size = kGroup;
+    return [=](cudaStream_t s) {
+      launch_qgemm_tc(w, b->x.get(), b->y.get(), m, s, Epilogue::kStore);
+    };
+  };
+  return c;
+}
+
 // Every version on one shape, and the cuBLAS row where there is one.
 template <typename T>
 void add_shape(std::vector<BenchCase>& cases, int m, int n, int k, int first_version) {
@@ -123,12 +164,14 @@ std::vector<BenchCase> gemm_tc_cases(const SuiteOptions& options) {
   if (options.quick) {
     add_shape<__half>(cases, 64, 64, 64, 1);
     add_shape<__nv_bfloat16>(cases, 33, 65, 47, 2);  // partial tiles everywhere (not for v01)
+    cases.push_back(w4a16_case<__nv_bfloat16>(33, 65, 200));
     return cases;
   }
   add_shape<__nv_bfloat16>(cases, 512, 4096, 4096, 1);
   add_shape<__half>(cases, 512, 4096, 4096, 1);
   add_shape<__nv_bfloat16>(cases, 512, 11008, 4096, kGemmTcVersions);
   add_shape<__nv_bfloat16>(cases, 4096, 4096, 4096, 2);
+  cases.push_back(w4a16_case<__nv_bfloat16>(512, 4096, 4096));
   return cases;
 }
 
