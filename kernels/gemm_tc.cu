@@ -34,8 +34,9 @@
 // memory, rounded to T once because the tensor core multiplies T, while X's tiles still arrive
 // asynchronously. Each weight is dequantized once per 64 rows of X.
 //
-// Tests: tests/kernels/test_gemm_tc.cpp and test_qgemm_tc.cpp (every version, fp16 and bf16, OutT float and T, both
-// epilogues, awkward sizes, against oracle::matmul on the same rounded inputs).
+// Tests: tests/kernels/test_gemm_tc.cpp and test_qgemm_tc.cpp (every version, fp16 and bf16,
+// OutT float and T, both epilogues, awkward sizes, against oracle::matmul on the same rounded
+// inputs).
 #include "kernels/gemm_tc.h"
 
 #include <cstdint>
@@ -248,9 +249,11 @@ __device__ __forceinline__ void mma_stage(FragAcc (&acc)[kFragsM][kFragsN], cons
     FragA<T> a[kFragsM];
     FragB<T> b[kFragsN];
     NS_UNROLL
-    for (int i = 0; i < kFragsM; ++i) wmma::load_matrix_sync(a[i], xs + i * kFrag * kLds + kk, kLds);
+    for (int i = 0; i < kFragsM; ++i)
+      wmma::load_matrix_sync(a[i], xs + i * kFrag * kLds + kk, kLds);
     NS_UNROLL
-    for (int j = 0; j < kFragsN; ++j) wmma::load_matrix_sync(b[j], ws + j * kFrag * kLds + kk, kLds);
+    for (int j = 0; j < kFragsN; ++j)
+      wmma::load_matrix_sync(b[j], ws + j * kFrag * kLds + kk, kLds);
     NS_UNROLL
     for (int i = 0; i < kFragsM; ++i) {
       NS_UNROLL
@@ -387,7 +390,9 @@ void run_tiled(bool double_buffer, const W& w, const T* x, OutT* y, int m, int n
 }  // namespace
 
 bool gemm_tc_v01_supports(const void* w, const void* x, int m, int n, int k) {
-  const auto aligned32 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 32 == 0; };
+  const auto aligned32 = [](const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p) % 32 == 0;
+  };
   return m % kFrag == 0 && n % kFrag == 0 && k % kFrag == 0 && aligned32(w) && aligned32(x);
 }
 
@@ -428,7 +433,8 @@ void launch_qgemm_tc(const QuantizedWeightView& w, const T* x, OutT* y, int m,
   }
   check_args(op, w.qweight, x, y, m, w.rows, w.cols);
   if (m == 0 || w.rows == 0) return;
-  if (w.cols > 0 && w.scales == nullptr) throw std::invalid_argument(std::string(op) + ": scales is null");
+  if (w.cols > 0 && w.scales == nullptr)
+    throw std::invalid_argument(std::string(op) + ": scales is null");
   run_tiled<T, OutT>(true, QuantTileW<T>{w}, x, y, m, w.rows, w.cols, stream, epilogue);
 }
 

@@ -130,7 +130,8 @@ BenchCase w4a16_case(int m, int n, int k) {
     };
     auto b = std::make_shared<Buffers>();
     std::vector<std::uint8_t> codes(static_cast<std::size_t>(n) * row_bytes);
-    for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<std::uint8_t>(i * 37 + 11);
+    for (std::size_t i = 0; i < codes.size(); ++i)
+      codes[i] = static_cast<std::uint8_t>(i * 37 + 11);
     b->codes = DeviceBuffer<std::uint8_t>(codes);
     std::vector<__half> scales(static_cast<std::size_t>(n) * groups, from_float<__half>(0.01f));
     b->scales = DeviceBuffer<__half>(scales);
@@ -156,7 +157,8 @@ void add_shape(std::vector<BenchCase>& cases, int m, int n, int k, int first_ver
 #if NANOSERVE_REAL_CUDA && defined(NANOSERVE_BENCH_HAVE_CUBLAS)
   cases.push_back(cublas_case<T>(m, n, k));
 #endif
-  for (int v = first_version; v <= kGemmTcVersions; ++v) cases.push_back(version_case<T>(v, m, n, k));
+  for (int v = first_version; v <= kGemmTcVersions; ++v)
+    cases.push_back(version_case<T>(v, m, n, k));
 }
 
 std::vector<BenchCase> gemm_tc_cases(const SuiteOptions& options) {

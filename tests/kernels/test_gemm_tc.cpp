@@ -183,7 +183,9 @@ TYPED_TEST(WmmaGemmTc, IdentityInputGivesTheTransposedWeights) {
   for (int i = 0; i < m; ++i) x[static_cast<std::size_t>(i) * k + i] = from_float<T>(1.0f);
   std::vector<T> w(static_cast<std::size_t>(n) * k);
   for (int j = 0; j < n; ++j) {
-    for (int c = 0; c < k; ++c) w[static_cast<std::size_t>(j) * k + c] = from_float<T>(static_cast<float>((j * 7 + c * 3) % 11 - 5));
+    for (int c = 0; c < k; ++c)
+      w[static_cast<std::size_t>(j) * k + c] =
+          from_float<T>(static_cast<float>((j * 7 + c * 3) % 11 - 5));
   }
   const DeviceBuffer<T> dx(x);
   const DeviceBuffer<T> dw(w);
@@ -239,20 +241,30 @@ TEST_F(WmmaGemmTcArgs, RejectsBadSizesBuffersAndVersionsNamingThem) {
   const __half* p = buf.get();
   float* y = out.get();
   for (int version = 1; version <= kGemmTcVersions; ++version) {
-    expect_invalid([&] { launch_gemm_tc(p, p, y, -16, 16, 16, nullptr, Epilogue::kStore, version); },
-                   "m = -16");
+    expect_invalid(
+        [&] { launch_gemm_tc(p, p, y, -16, 16, 16, nullptr, Epilogue::kStore, version); },
+        "m = -16");
     expect_invalid([&] { launch_gemm_tc(p, p, y, 16, -1, 16, nullptr, Epilogue::kStore, version); },
                    "n = -1");
     expect_invalid([&] { launch_gemm_tc(p, p, y, 16, 16, -7, nullptr, Epilogue::kStore, version); },
                    "k = -7");
     expect_invalid(
-        [&] { launch_gemm_tc<__half, float>(nullptr, p, y, 16, 16, 16, nullptr, Epilogue::kStore, version); },
+        [&] {
+          launch_gemm_tc<__half, float>(nullptr, p, y, 16, 16, 16, nullptr, Epilogue::kStore,
+                                        version);
+        },
         "w is null");
     expect_invalid(
-        [&] { launch_gemm_tc<__half, float>(p, nullptr, y, 16, 16, 16, nullptr, Epilogue::kStore, version); },
+        [&] {
+          launch_gemm_tc<__half, float>(p, nullptr, y, 16, 16, 16, nullptr, Epilogue::kStore,
+                                        version);
+        },
         "x is null");
     expect_invalid(
-        [&] { launch_gemm_tc<__half, float>(p, p, nullptr, 16, 16, 16, nullptr, Epilogue::kStore, version); },
+        [&] {
+          launch_gemm_tc<__half, float>(p, p, nullptr, 16, 16, 16, nullptr, Epilogue::kStore,
+                                        version);
+        },
         "y is null");
     EXPECT_NO_THROW((launch_gemm_tc<__half, float>(nullptr, nullptr, nullptr, 0, 16, 16, nullptr,
                                                    Epilogue::kStore, version)));
@@ -276,8 +288,9 @@ TEST_F(WmmaGemmTcArgs, V01RefusesSizesThatAreNotMultiplesOf16AndMisalignedInputs
   }
   EXPECT_TRUE(gemm_tc_v01_supports(p, p, 16, 32, 48));
   EXPECT_FALSE(gemm_tc_v01_supports(p + 8, p, 16, 32, 48));  // 16 bytes past an aligned start
-  expect_invalid([&] { launch_gemm_tc(p, p + 8, out.get(), 16, 16, 16, nullptr, Epilogue::kStore, 1); },
-                 "32-byte aligned");
+  expect_invalid(
+      [&] { launch_gemm_tc(p, p + 8, out.get(), 16, 16, 16, nullptr, Epilogue::kStore, 1); },
+      "32-byte aligned");
 }
 
 }  // namespace
