@@ -33,6 +33,21 @@ inline constexpr Tolerance kRopeFp32Angle{1e-4, 1e-4};
 /// tolerance leaves a margin of ~10 while a single dropped or doubled product
 /// (~|w x| ~ 0.3/sqrt(K) > 6e-3) still fails it by orders of magnitude.
 inline constexpr Tolerance kFp32DotReorder{2e-5, 1e-5};
+/// \brief A tensor-core GEMM (kernels/gemm_tc.h) writing fp16 against oracle::matmul on the
+/// same rounded inputs. The products of two fp16 (or bf16) values are exact in fp32 and the sum
+/// is fp32, so before the output conversion only the order of the additions differs
+/// (kFp32DotReorder); the conversion then rounds once, to within half an fp16 ulp: a relative
+/// error of at most 2^-11 ≈ 4.9e-4 (fp16 subnormals, below 6.1e-5, round by at most 2^-25 in
+/// absolute terms, inside atol). rtol 5e-4 is that bound plus the reorder term; a dropped or
+/// doubled product (relative size ~1e-2 at K ~ 1000 with the tests' scaling) still fails it by
+/// ~20×.
+inline constexpr Tolerance kGemmOutFp16{2e-5, 5e-4};
+
+/// \brief As kGemmOutFp16 with bf16 output: one rounding to 8 significant bits, a relative
+/// error of at most 2^-8 ≈ 3.9e-3; rtol 4e-3. A dropped product (~1e-2 relative at K ~ 1000,
+/// more at the tests' smaller K) still fails it.
+inline constexpr Tolerance kGemmOutBf16{2e-5, 4e-3};
+
 /// \brief A CUDA kernel against its oracle op on the same inputs (storage-type values converted
 /// to fp32 for the oracle, so only the arithmetic differs). Both compute in fp32, but a kernel
 /// sums in another order (warp/block trees, tiles, online-softmax rescaling) and a GPU's math

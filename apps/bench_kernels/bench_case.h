@@ -51,6 +51,10 @@ struct BenchCase {
   bool bandwidth_reference = false;
   /// \brief Allocates and fills the inputs (only when the case is run), returns the launch.
   std::function<Launch()> prepare;
+  /// \brief A vendor library's run of a kernel family's problem (cuBLAS for `gemm_tc`): the
+  /// other rows of the same kernel, dtype and shape also get their GFLOP/s relative to it.
+  /// Last, so that positional initializers like the one above may leave it out.
+  bool flops_reference = false;
 };
 
 /// \brief What a suite may vary its cases by.

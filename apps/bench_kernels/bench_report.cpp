@@ -50,6 +50,16 @@ double compute_rates(std::vector<ResultRow>& rows) {
     if (r.what.bandwidth_reference) copy_gbps = std::max(copy_gbps, r.gbps);
   }
   for (ResultRow& r : rows) r.pct_of_copy_bw = copy_gbps > 0.0 ? 100.0 * r.gbps / copy_gbps : 0.0;
+  for (const ResultRow& ref : rows) {
+    if (!ref.what.flops_reference || ref.gflops <= 0.0) continue;
+    for (ResultRow& r : rows) {
+      if (&r != &ref && r.what.kernel == ref.what.kernel && r.what.dtype == ref.what.dtype &&
+          r.what.shape == ref.what.shape) {
+        r.pct_of_reference = 100.0 * r.gflops / ref.gflops;
+        r.reference = ref.what.version;
+      }
+    }
+  }
   return copy_gbps;
 }
 
@@ -83,6 +93,18 @@ void print_table(std::FILE* out, const RunInfo& info, double copy_gbps,
                  w.shape, r.what.shape.c_str(), r.timing.median_ms, r.timing.reps, r.gbps,
                  r.gflops, r.pct_of_copy_bw);
   }
+  // The vendor-library comparison (cuBLAS for gemm_tc), only where a reference row ran.
+  bool header = false;
+  for (const ResultRow& r : rows) {
+    if (r.reference.empty()) continue;
+    if (!header) {
+      std::fprintf(out, "\nGFLOP/s relative to the vendor library on the same shape and dtype:\n");
+      header = true;
+    }
+    std::fprintf(out, "%-*s %-*s %-6s %-*s %6.1f%% of %s\n", w.kernel, r.what.kernel.c_str(),
+                 w.version, r.what.version.c_str(), r.what.dtype.c_str(), w.shape,
+                 r.what.shape.c_str(), r.pct_of_reference, r.reference.c_str());
+  }
 }
 
 void write_json(const std::string& path, const RunInfo& info, const std::vector<ResultRow>& rows) {
@@ -101,6 +123,8 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                        {"gbps", r.gbps},
                        {"gflops", r.gflops},
                        {"pct_of_copy_bw", r.pct_of_copy_bw},
+                       {"pct_of_reference", r.pct_of_reference},
+                       {"reference", r.reference},
                        {"l2_flush_bytes", info.l2_flush_bytes},
                        {"backend", info.backend},
                        {"device", info.device},

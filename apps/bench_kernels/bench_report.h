@@ -29,14 +29,18 @@ struct ResultRow {
   double gbps = 0.0;             ///< what.bytes / median time, in 1e9 bytes per second
   double gflops = 0.0;           ///< what.flops / median time, in 1e9 FLOP per second
   double pct_of_copy_bw = 0.0;   ///< gbps as a percentage of the fastest copy row
+  /// \brief gflops as a percentage of the flops_reference row of the same kernel, dtype and
+  /// shape (0 when there is none).
+  double pct_of_reference = 0.0;
+  std::string reference{};       ///< that reference row's version ("cublas"), or empty
 };
 
 /// \brief Prints one line per case (kernel, version, dtype, shape) without running it
 /// (`--list`).
 void print_case_list(std::FILE* out, const std::vector<BenchCase>& cases);
 
-/// \brief Fills `gbps`, `gflops` and `pct_of_copy_bw` of every row; returns the copy bandwidth
-/// used as 100% (0 when no copy row was measured).
+/// \brief Fills `gbps`, `gflops`, `pct_of_copy_bw` and `pct_of_reference` of every row; returns
+/// the copy bandwidth used as 100% (0 when no copy row was measured).
 double compute_rates(std::vector<ResultRow>& rows);
 
 /// \brief Prints the table (and, for the simulator, that its timings are CPU timings).
