@@ -72,6 +72,13 @@ inline constexpr Tolerance kQuantizedKernelForward = kFp32Forward;
 /// below 1e-6 are noise no sampler decision depends on.
 inline constexpr Tolerance kDeviceSamplingProbs{1e-6, 1e-4};
 
+/// \brief The device sampler's log-probability of the sampled token (log-softmax in fp64,
+/// stored in fp32) against the host's fp64 `token_logprob`: the fp32 store rounds by at most
+/// 2^-24 ≈ 6e-8 relative, the fp64 sums (another order) and a GPU's fp64 exp/log add ~1e-15;
+/// 1e-6 leaves a margin of 16 while a logprob taken at the wrong token or without the max shift
+/// is off by O(0.01–10).
+inline constexpr Tolerance kDeviceSamplingLogprob{1e-6, 1e-6};
+
 /// \brief Logits of the kernel forward with fp16 weights and an fp16 KV cache against the oracle
 /// run on the same fp16-rounded weights (engine::round_weights), or two kernel paths (no-cache,
 /// naive-cache) against each other. The weights are identical, so the difference comes from

@@ -1,4 +1,5 @@
-// Device-side sampling steps: argmax, temperature softmax, inverse-CDF draw.
+// Device-side sampling steps: argmax, temperature softmax, inverse-CDF draw (fp32, no filters).
+// The whole sampler — top-k, top-p, min-p and the Philox draw on the device — is kernels/sample.cu.
 //
 // Not yet wired: no engine code calls these launchers today (the engine samples on the host
 // with common/sampling's Sampler); a later issue wires device sampling into the engine. Until

@@ -1,22 +1,74 @@
 #pragma once
 /// \file
-/// \brief The logits processing a device-side sampler needs, with the meaning of the host
-/// `Sampler` (common/sampling/sampler.h) so that the two pick the same tokens:
+/// \brief Sampling on the device, with the meaning of the host sampler
+/// (common/sampling/sampler.h) so that the two pick the same tokens.
+///
+/// **The sampler** (`launch_sample`, kernels/sample.cu): the host's whole pipeline in one launch,
+/// one block per row, every row with its own temperature, top-k, top-p, min-p, seed and position:
+///
+///     logits ─► / temperature ─► softmax ─► top-k ─► top-p ─► min-p ─► renormalize ─► draw
+///
+/// in the host's order, with its tie rules (ranking by probability, then lower id; greedy = the
+/// first maximum) and fp64 arithmetic; the uniform is drawn *on the device* by the host's own
+/// Philox code (kernels/philox.h, `uniform01(seed, position, RngStream::kSample)`), so only token
+/// ids (and, when asked, fp32 log-probabilities) come back to the host. Every feature of the host
+/// sampler is here; there is no host fallback.
+///
+/// Where the two can differ, and why it is rare: the device adds fp64 numbers in another order
+/// (parallel reductions and scans, deterministic but not the host's left-to-right loops), and on a
+/// GPU its fp64 `exp` may differ from the C library's in the last bit. A top-p cut or a draw can
+/// therefore differ only when the cumulative mass lands within a few fp64 ulps (~1e-15 relative)
+/// of the threshold; the simulator uses the C library's `exp`, and the kernel tests check token
+/// equality on thousands of rows, ties included.
+///
+/// **The steps** (kernels/sampling.cu), the older pieces kept for the tests and bench_kernels:
 ///
 ///     logits ─► argmax (greedy, ties → lowest id)
 ///     logits ─► / temperature ─► softmax ─► probabilities ─► inverse-CDF draw in id order
 ///
-/// Top-k, top-p and min-p are not implemented on the device; a request that uses them goes
-/// through the host sampler. Everything here is one block per row, so a batch of requests (one
-/// row each, with their own temperatures and uniform draws) is one launch per step.
+/// in fp32 and without the filters.
 ///
-/// Not yet wired into the engine: no program calls these launchers yet (the engine samples on
-/// the host); a later issue moves sampling onto the device. The kernel tests keep them equal to
-/// the host Sampler meanwhile, and bench_kernels times them.
+/// Not yet wired into the engine: `engine::DeviceSampler` (common/engine/model/device_sampler.h)
+/// owns the per-row parameter buffers and calls `launch_sample`; the step still samples on the
+/// host until the lead wires it in.
+
+#include <cstdint>
 
 #include "kernels/cuda_compat.h"
 
 namespace nanoserve {
+
+/// \brief One row's sampling parameters as the device reads them: the host `SamplingParams`
+/// plus the position whose token is drawn (the counter of the draw).
+struct SampleRowParams {
+  float temperature;      ///< >= 0; 0 = greedy (the filters and the seed are then ignored)
+  int top_k;              ///< >= 0; 0 = off
+  float top_p;            ///< in (0, 1]; 1 = off
+  float min_p;            ///< in [0, 1]; 0 = off
+  std::uint64_t seed;     ///< the request's RNG key
+  std::uint64_t position; ///< position of the token being sampled in its sequence
+};
+
+/// \brief The host `sample(logits[r], vocab, params[r], params[r].position)` for every row, on
+/// `stream`: greedy, temperature, top-k, top-p and min-p with the host's order, tie rules and
+/// Philox draw (see the file comment for the only, rounding-level, way they can differ).
+///
+/// A row the host would refuse — parameters outside `SamplingParams::validate`'s ranges, a NaN
+/// or +inf logit, or every logit -inf — gets token -1 (and a NaN logprob); the caller turns -1
+/// into the host's error (engine::DeviceSampler does). -inf logits are masked tokens.
+/// \param logits   (rows, vocab) fp32
+/// \param params   (rows) device memory
+/// \param rows     number of rows (0 launches nothing)
+/// \param vocab    logits per row (>= 1)
+/// \param tokens   (rows) device ints: the sampled ids
+/// \param logprobs (rows) device floats, or nullptr: the log-softmax of the raw logits
+///                 (temperature 1, no filters; the model's log-probability, as an OpenAI-style
+///                 `logprobs` field reports it) at the sampled token, computed in fp64, stored
+///                 in fp32 — the host's `token_logprob`
+/// \param stream   CUDA stream
+/// \throws std::invalid_argument for negative rows or vocab < 1
+void launch_sample(const float* logits, const SampleRowParams* params, int rows, int vocab,
+                   int* tokens, float* logprobs, cudaStream_t stream);
 
 /// \brief `tokens[r] = argmax(logits[r])`, the lowest id among equal maxima (as the host
 /// `argmax`), on `stream`. A row containing NaN has no argmax: its token is -1 (the host

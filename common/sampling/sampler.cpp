@@ -146,4 +146,16 @@ int sample(const float* logits, int vocab, const SamplingParams& params, uint64_
                      uniform01(params.seed, position, RngStream::kSample));
 }
 
+double token_logprob(const float* logits, int vocab, int token) {
+  check_logits(logits, vocab);
+  if (token < 0 || token >= vocab) {
+    throw InvalidArgument("token_logprob: token " + std::to_string(token) + " is outside [0, " +
+                          std::to_string(vocab) + ")");
+  }
+  const double max = logits[argmax(logits, vocab)];
+  double sum = 0;
+  for (int i = 0; i < vocab; ++i) sum += std::exp(double(logits[i]) - max);
+  return (double(logits[token]) - max) - std::log(sum);
+}
+
 }  // namespace nanoserve

@@ -74,4 +74,13 @@ int sample_from(const std::vector<double>& weights, double u);
 /// \param position the position of the token being sampled in its sequence
 int sample(const float* logits, int vocab, const SamplingParams& params, uint64_t position);
 
+/// \brief The model's log-probability of `token`: log-softmax of the raw logits (temperature 1,
+/// no filters), in fp64 — what an OpenAI-style `logprobs` field reports and what the device
+/// sampler returns (kernels/sampling.h, `launch_sample`). Throws `InvalidArgument` for the
+/// logits `sample` refuses or a token outside [0, vocab).
+/// \param logits (vocab)
+/// \param vocab  number of logits
+/// \param token  the token whose log-probability is wanted
+double token_logprob(const float* logits, int vocab, int token);
+
 }  // namespace nanoserve

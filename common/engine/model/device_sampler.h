@@ -1,0 +1,80 @@
+#pragma once
+/// \file
+/// \brief `DeviceSampler`: the host sampler's decisions made on the device, so that a step sends
+/// only token ids (and logprobs when asked) back to the host instead of (rows, vocab) logits.
+///
+///     per step:  SamplingParams + positions ─► pinned staging ─► one upload (rows × 32 bytes)
+///                device logits (rows, vocab) ─► launch_sample ─► tokens (+ logprobs)
+///                                                         └► one download (rows × 4 or 8 bytes)
+///
+/// Same tokens as `nanoserve::sample` for the same logits, parameters and positions
+/// (kernels/sampling.h says where rounding can part them). Every feature of the host sampler
+/// runs on the device; there is no host fallback. Bad parameters and bad logits raise the
+/// host's own errors: parameters are checked by `SamplingParams::validate` before the upload,
+/// and a row the kernel refuses (token -1) is re-run through the host sampler, whose exception
+/// is rethrown.
+///
+/// Not yet used by the step (the lead wires it next to ModelRunner::device_logits()).
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/sampling/sampler.h"
+#include "kernels/cuda_compat.h"
+#include "kernels/device_buffer.h"
+#include "kernels/sampling.h"
+
+namespace nanoserve::engine {
+
+/// \brief Samples up to `max_rows` rows of device logits per call, on one stream.
+class DeviceSampler {
+ public:
+  /// \brief Allocates the device buffers and pinned staging for `max_rows` rows of `vocab`
+  /// logits. Throws `InvalidArgument` for `max_rows < 1` or `vocab < 1`.
+  DeviceSampler(int max_rows, int vocab, cudaStream_t stream = 0);
+
+  /// \brief The token of every row: `tokens[r] == sample(logits[r], vocab, params[r],
+  /// positions[r])`. Synchronizes the stream once (the download of the tokens).
+  /// \param device_logits (rows, vocab) fp32, device memory (e.g. ModelRunner::device_logits())
+  /// \param params        (rows) each request's parameters
+  /// \param positions     (rows) position of the token each row samples
+  /// \param logprobs      if not null, resized to rows and filled with the log-softmax of the raw
+  ///                      logits at the sampled token (the host's `token_logprob`, fp32)
+  /// \throws InvalidArgument when params and positions differ in size, rows > max_rows, a
+  ///         parameter is out of range (the message of `SamplingParams::validate`), or a row's
+  ///         logits are refused (the message of the host sampler)
+  std::vector<int> sample(const float* device_logits, const std::vector<SamplingParams>& params,
+                          const std::vector<std::uint64_t>& positions,
+                          std::vector<float>* logprobs = nullptr);
+
+  /// \brief Most rows per call.
+  int max_rows() const { return max_rows_; }
+  /// \brief Logits per row.
+  int vocab() const { return vocab_; }
+
+ private:
+  /// Frees a cudaMallocHost allocation.
+  struct PinnedFree {
+    void operator()(void* p) const;
+  };
+  template <typename T>
+  using Pinned = std::unique_ptr<T[], PinnedFree>;
+  template <typename T>
+  static Pinned<T> pinned(int n);
+
+  [[noreturn]] void raise_host_error(const float* device_logits, const SamplingParams& params,
+                                     std::uint64_t position, int row) const;
+
+  int max_rows_;
+  int vocab_;
+  cudaStream_t stream_;
+  Pinned<SampleRowParams> staging_;        // (max_rows) pinned: this step's parameters
+  Pinned<int> host_tokens_;                // (max_rows) pinned: the download
+  Pinned<float> host_logprobs_;            // (max_rows) pinned
+  DeviceBuffer<SampleRowParams> params_;   // (max_rows)
+  DeviceBuffer<int> tokens_;               // (max_rows)
+  DeviceBuffer<float> logprobs_;           // (max_rows)
+};
+
+}  // namespace nanoserve::engine
