@@ -5,6 +5,10 @@ page it points to. External links (http, https, mailto) are not fetched: CI has 
 
     scripts/check_doc_links.py build/sim/docs/html
 
+A link into the glossary page names the term it explains (`glossary.html#glossary_<word>`, from
+`[word](../../docs/glossary.md#glossary_<word>)` in a tutorial): a link to the page alone is
+refused unless its text is the glossary itself ("glossary", "the glossary").
+
 Prints each broken link as `page: link (why)` and exits 1 when there is one, 2 when the folder
 holds no HTML. Python's standard library only (html.parser).
 """
@@ -19,12 +23,18 @@ from html.parser import HTMLParser
 # same-page links are Doxygen's, not ours, and skipped.
 DOXYGEN_SUMMARY_SECTIONS = {'nested-classes'}
 
+GLOSSARY_PAGE = 'glossary.html'
+GLOSSARY_TERM_PREFIX = 'glossary_'
+GLOSSARY_PAGE_TEXTS = {'glossary', 'the glossary'}  # links meant for the page as a whole
+
 
 class Page(HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.links = []   # (kind, value)
         self.anchors = set()
+        self.link_text = {}  # index in links -> the text of an <a> element
+        self._open_a = None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -33,10 +43,21 @@ class Page(HTMLParser):
                 self.anchors.add(a[key])
         if tag in ('a', 'link', 'area') and a.get('href'):
             self.links.append(('link', a['href']))
+            if tag == 'a':
+                self._open_a = len(self.links) - 1
+                self.link_text[self._open_a] = ''
         if tag in ('img', 'script', 'iframe') and a.get('src'):
             self.links.append(('image' if tag == 'img' else tag, a['src']))
         if tag == 'object' and a.get('data'):
             self.links.append(('image', a['data']))
+
+    def handle_data(self, data):
+        if self._open_a is not None:
+            self.link_text[self._open_a] += data
+
+    def handle_endtag(self, tag):
+        if tag == 'a':
+            self._open_a = None
 
 
 def parse(path, cache):
@@ -62,7 +83,7 @@ def main():
     cache, broken, checked = {}, [], 0
     for page_path in sorted(pages):
         page = parse(page_path, cache)
-        for kind, link in page.links:
+        for i, (kind, link) in enumerate(page.links):
             url = urllib.parse.urlsplit(link)
             if url.scheme in ('http', 'https', 'mailto', 'javascript', 'data', 'ftp') or url.netloc:
                 continue
@@ -75,6 +96,14 @@ def main():
                 broken.append(f'{rel}: {link} ({why})')
                 continue
             if not url.path and url.fragment in DOXYGEN_SUMMARY_SECTIONS:
+                continue
+            text = ' '.join(page.link_text.get(i, '').split()).lower()
+            if (os.path.basename(target) == GLOSSARY_PAGE and target != page_path
+                    and kind == 'link' and i in page.link_text
+                    and not url.fragment.startswith(GLOSSARY_TERM_PREFIX)
+                    and text not in GLOSSARY_PAGE_TEXTS):
+                broken.append(f'{rel}: {link} ("{text}" links the glossary page, not the '
+                              f'term: link glossary.md#{GLOSSARY_TERM_PREFIX}<word>)')
                 continue
             if url.fragment and target.endswith('.html'):
                 if url.fragment not in parse(target, cache).anchors:

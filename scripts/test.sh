@@ -6,7 +6,7 @@
 #      with FMA contraction, so the kernel tests run both ways)
 #   3. cuda preset: compile and link (tests need a GPU; scripts/gpu_check.sh runs them there)
 #   4. fuzz preset: run each loader fuzzer briefly (clang libFuzzer), one per core
-#   5. docs: Doxygen with warnings as errors, then a link check of the site
+#   5. docs: Doxygen with warnings as errors, a link check of the site, every engine type has an example
 # Between 1 and 2, scripts/check_exercises.sh checks the course kit in the sim build.
 # Real-model tests read $NANOSERVE_DATA (e.g. ../shared/data) and skip when it is unset.
 # Flags: --quick runs step 1 only.
@@ -105,5 +105,6 @@ find build/fuzz/fuzz -maxdepth 1 -name 'fuzz_*' -type f -perm -u+x | sort \
 step "docs: Doxygen (warnings are errors)"
 cmake --build --preset sim --target docs
 python3 scripts/check_doc_links.py build/sim/docs/html
+python3 scripts/check_doc_examples.py  # every engine type's docs show an example that is a test
 
 step "all green"

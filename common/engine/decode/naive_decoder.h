@@ -36,6 +36,9 @@ CacheMode parse_cache_mode(const std::string& name);
 /// \brief One sequence decoded through the kernels. Holds one region of a `NaiveKVCache` for
 /// its whole life (the naive cache's reservation): taken when constructed, returned when
 /// destroyed.
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp NaiveDecoder
 class NaiveDecoder final : public Decoder {
  public:
   /// \brief A self-contained decoder: its own runner and a one-region cache of `max_seq_len`

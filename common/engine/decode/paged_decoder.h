@@ -42,6 +42,9 @@
 namespace nanoserve::engine {
 
 /// \brief Sizes of an owning `PagedDecoder`'s cache and buffers.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp PagedDecoder
 struct PagedDecoderOptions {
   int max_seq_len = 0;   ///< positions the sequence may hold (0 = the model's context)
   int block_size = 16;   ///< tokens per KV block
@@ -52,6 +55,9 @@ struct PagedDecoderOptions {
 
 /// \brief A single-sequence `RollbackDecoder` over paged KV, shared with other decoders or
 /// owned (see the file comment). Not copyable.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp PagedDecoder
 class PagedDecoder final : public speculative::RollbackDecoder {
  public:
   /// \brief Decodes sequence `seq_id` of `manager` (which must not hold that id yet). Several

@@ -29,6 +29,9 @@ namespace nanoserve::engine {
 
 /// \brief Not enough free KV blocks for a request. Recoverable: the call that throws it has
 /// changed nothing, so a scheduler can preempt another sequence and retry.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp BlockPoolExhausted
 class BlockPoolExhausted : public Error {
  public:
   /// \brief `what_for` names the operation and sequence, e.g. "allocate(seq 7)".
@@ -50,6 +53,9 @@ class BlockPoolExhausted : public Error {
 
 /// \brief Owns the `KVCacheBlock` records of a KV pool of `num_blocks` blocks, hands out free
 /// blocks in LRU order, and indexes cached full blocks by hash.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp BlockPool
 class BlockPool {
  public:
   /// \brief All blocks start free, uncached, in id order. Throws `InvalidArgument` unless

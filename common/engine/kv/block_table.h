@@ -22,6 +22,9 @@
 namespace nanoserve::engine {
 
 /// \brief Physical block ids of one sequence and how many token slots they cover.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp BlockTable
 class BlockTable {
  public:
   /// \brief An empty table for blocks of `block_size` tokens.

@@ -30,6 +30,9 @@ namespace nanoserve::engine {
 /// \brief Intrusive doubly linked LRU queue of free `KVCacheBlock`s with O(1) popleft, append
 /// and remove-from-the-middle. The queue does not own the blocks; it must outlive none of
 /// them (the `BlockPool` owns both).
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp FreeBlockQueue
 class FreeBlockQueue {
  public:
   /// \brief A queue holding `blocks` in the given order (first = next to be popped).

@@ -46,6 +46,9 @@ using ChainId = uint64_t;
 constexpr ChainId kRootChainId = 0;
 
 /// \brief The bookkeeping of one physical KV block (vLLM's `KVCacheBlock`, nano-vllm's `Block`).
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp KVCacheBlock
 struct KVCacheBlock {
   int block_id = -1;  ///< index of the block in the device KV pool; -1 for queue sentinels
   int ref_cnt = 0;    ///< number of block tables that contain this block
@@ -63,6 +66,9 @@ struct KVCacheBlock {
 
 /// \brief A device copy the engine must perform before the next forward pass: the whole KV
 /// block `src` (every layer, K and V) into block `dst`. Produced by copy-on-write.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp BlockCopy
 struct BlockCopy {
   int src = -1;  ///< block whose contents are copied (still used by someone else or cached)
   int dst = -1;  ///< freshly allocated block that will receive the copy

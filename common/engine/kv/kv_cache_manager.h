@@ -38,6 +38,9 @@
 namespace nanoserve::engine {
 
 /// \brief Counters and gauges of a `KVCacheManager`.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp KVCacheMetrics
 struct KVCacheMetrics {
   long long queries = 0;  ///< full prompt blocks looked up in the prefix cache (at allocate)
   long long hits = 0;     ///< looked-up blocks found in the cache
@@ -61,6 +64,9 @@ struct KVCacheMetrics {
 
 /// \brief Owns the block pool and one `BlockTable` per live sequence. Not thread-safe: the
 /// scheduler's thread owns it.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp KVCacheManager
 class KVCacheManager {
  public:
   /// \brief A manager over a fresh pool; throws `InvalidArgument` for sizes `BlockPool`

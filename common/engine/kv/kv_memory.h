@@ -18,6 +18,9 @@
 namespace nanoserve::engine {
 
 /// \brief KV memory of one model at one storage type, context and batch.
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp KvMemoryEstimate
 struct KvMemoryEstimate {
   std::string model;               ///< config name
   int bytes_per_element = 0;       ///< 2 (fp16/bf16) or 4 (fp32)

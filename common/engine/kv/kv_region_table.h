@@ -18,6 +18,9 @@
 namespace nanoserve::engine {
 
 /// \brief Regions of `max_seq_len` positions, each reserved whole by one request.
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp KVRegionTable
 class KVRegionTable {
  public:
   /// \brief `num_regions` free regions of `max_seq_len` positions of `bytes_per_token` bytes

@@ -21,6 +21,9 @@ namespace nanoserve::engine {
 /// [num_computed_tokens, token_ids.size()) — the whole prompt, a chunk of it, or the one token
 /// sampled last. Tokens are always appended; speculative decoding may also drop rejected ones
 /// from the end.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp Sequence
 struct Sequence {
   int64_t seq_id = 0;           ///< unique among live sequences
   std::vector<int> token_ids;   ///< prompt followed by generated tokens

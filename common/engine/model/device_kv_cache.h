@@ -21,6 +21,9 @@
 namespace nanoserve::engine {
 
 /// \brief The shape of the keys and values a cache stores, checked against the model.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp DeviceKVCache
 struct KVLayout {
   int n_layers = 0;    ///< transformer blocks
   int n_kv_heads = 0;  ///< key/value heads per layer
@@ -29,6 +32,9 @@ struct KVLayout {
 };
 
 /// \brief KV storage plus the attention kernels that read it, for the sequences of a batch.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp DeviceKVCache
 class DeviceKVCache {
  public:
   virtual ~DeviceKVCache() = default;

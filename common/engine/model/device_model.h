@@ -27,6 +27,9 @@ namespace nanoserve::engine {
 
 /// \brief A device array of `numel` values in a run-time storage type. Copies share the same
 /// device memory (a tied classifier is the embedding table, not a copy of it).
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp DeviceTensor
 class DeviceTensor {
  public:
   /// \brief An empty tensor.
@@ -62,6 +65,9 @@ class DeviceTensor {
 ///
 /// The forward pass only calls `apply`; what W looks like in memory is the implementation's
 /// business (dense here, group-quantized in chapter 5).
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp DenseLinear
 class DeviceLinear {
  public:
   virtual ~DeviceLinear() = default;
@@ -88,6 +94,9 @@ class DeviceLinear {
 
 /// \brief A dense (out_features, in_features) row-major weight in a storage type, applied with
 /// `launch_linear` (GEMV for a few rows, GEMM beyond).
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp DenseLinear
 class DenseLinear final : public DeviceLinear {
  public:
   /// \brief Uses `weight` (out_features × in_features elements) as W.
@@ -111,6 +120,9 @@ class DenseLinear final : public DeviceLinear {
 };
 
 /// \brief One transformer block's weights on the device (shapes as in `LayerWeights`).
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp DeviceLayer
 struct DeviceLayer {
   DeviceTensor attn_norm;               ///< (dim) RMSNorm gain before attention
   std::unique_ptr<DeviceLinear> wq;     ///< (q_dim, dim)
@@ -135,6 +147,9 @@ using LinearFactory = std::function<std::unique_ptr<DeviceLinear>(
     int layer, const std::string& name, int out_features, int in_features)>;
 
 /// \brief A whole decoder's weights on the device, in one storage type.
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp DeviceModel
 class DeviceModel {
  public:
   /// \brief Uploads every tensor of `model` (which must have passed `Model::validate()`),

@@ -29,6 +29,9 @@
 namespace nanoserve::engine {
 
 /// \brief A run of consecutive positions of one sequence inside a `ForwardBatch`.
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp ForwardBatch
 struct SequenceChunk {
   std::int64_t seq = 0;  ///< the sequence's id (for a `NaiveKVCache`: its region)
   int start_pos = 0;     ///< position of the chunk's first token in its sequence
@@ -45,6 +48,9 @@ enum class LogitRows {
 };
 
 /// \brief The input of one forward pass.
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp ForwardBatch
 struct ForwardBatch {
   std::vector<int> tokens;             ///< (T) token ids, the rows of all chunks in order
   std::vector<SequenceChunk> chunks;   ///< in row order; their num_tokens sum to T

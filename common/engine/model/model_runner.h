@@ -32,12 +32,18 @@
 namespace nanoserve::engine {
 
 /// \brief Sizes of a runner's preallocated buffers.
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp ModelRunner
 struct RunnerOptions {
   int max_tokens_per_step = 512;  ///< most rows (tokens) of one `ForwardBatch`
   int max_logit_rows = 1;         ///< most rows of logits one pass returns
 };
 
 /// \brief Runs forward passes of one `DeviceModel` (which must outlive it) on one stream.
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp ModelRunner
 class ModelRunner {
  public:
   /// \brief Allocates the activations for `options`. Throws `InvalidArgument` for sizes < 1.

@@ -32,6 +32,9 @@ namespace nanoserve::engine {
 
 /// \brief Contiguous per-request KV storage with reserved-versus-used accounting, and the
 /// attention kernels that read it (`DeviceKVCache`).
+///
+/// \par Example
+/// \snippet tests/ch01/test_examples_model.cpp NaiveKVCache
 class NaiveKVCache final : public DeviceKVCache {
  public:
   /// \brief Allocates K and V for `num_regions` requests of up to `max_seq_len` positions each

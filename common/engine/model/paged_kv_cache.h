@@ -38,6 +38,9 @@
 namespace nanoserve::engine {
 
 /// \brief Paged K/V pools on the device: `num_blocks` blocks of `block_size` positions.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp PagedKVCache
 class PagedKVCache final : public DeviceKVCache {
  public:
   /// \brief Allocates pools of `num_blocks` blocks of `block_size` positions (the block

@@ -21,6 +21,9 @@ namespace nanoserve::engine {
 bool is_quantized_model_file(const std::string& spec, std::string* resolved = nullptr);
 
 /// \brief A quantized model with the tokenizer that goes with it.
+///
+/// \par Example
+/// \snippet tests/ch05/test_examples_quantized.cpp QuantizedBundle
 struct QuantizedBundle {
   quant::QuantizedModel model;           ///< validated on load
   std::unique_ptr<Tokenizer> tokenizer;  ///< never null after load_quantized_bundle

@@ -33,6 +33,9 @@ namespace nanoserve::engine {
 
 /// \brief A weight-only quantized linear layer W (rows, cols) on the device, applied with
 /// `launch_quant_linear`.
+///
+/// \par Example
+/// \snippet tests/ch05/test_examples_quantized.cpp QuantizedDeviceLinear
 class QuantizedDeviceLinear final : public DeviceLinear {
  public:
   /// \brief Uploads `q`'s arrays as they are stored. Throws `InvalidArgument` when `q` fails

@@ -24,6 +24,9 @@
 namespace nanoserve::engine {
 
 /// \brief Runs forward passes.
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp Executor
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -36,6 +39,9 @@ class Executor {
 };
 
 /// \brief Time in seconds, as the serving loop sees it.
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp Clock
 class Clock {
  public:
   virtual ~Clock() = default;
@@ -46,6 +52,9 @@ class Clock {
 };
 
 /// \brief Virtual time: moves only when told to, so runs are exact and instant.
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp SimulatedClock
 class SimulatedClock : public Clock {
  public:
   /// \brief Starts at `start_s`.
@@ -62,6 +71,9 @@ class SimulatedClock : public Clock {
 };
 
 /// \brief Real time since construction (steady clock).
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp WallClock
 class WallClock : public Clock {
  public:
   WallClock() : start_(std::chrono::steady_clock::now()) {}

@@ -54,6 +54,9 @@ struct StaticBatchConfig;
 namespace nanoserve::engine {
 
 /// \brief Buffer sizes and policies of a `ModelExecutor`.
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp ModelExecutor
 struct ModelExecutorOptions {
   int max_tokens_per_step = 512;  ///< rows of one forward pass (bigger outputs are split)
   int max_logit_rows = 64;        ///< sampled sequences of one forward pass
@@ -77,6 +80,9 @@ ModelExecutorOptions executor_options_for(const StaticBatchConfig& config,
                                           int max_tokens_per_step = 512);
 
 /// \brief The model's forward over the scheduler's paged KV, as an `Executor`.
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp ModelExecutor
 class ModelExecutor final : public Executor {
  public:
   /// \brief A runner for `options` over `model` (which must outlive it) and device KV pools

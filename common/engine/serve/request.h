@@ -54,6 +54,9 @@ const char* to_string(FinishReason reason);
 using Detokenizer = std::function<std::string(int prev_token, int token)>;
 
 /// \brief One request: its tokens (in `seq`), its limits, and its history.
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp Request
 struct Request {
   /// @name What was asked
   /// @{

@@ -50,6 +50,9 @@
 namespace nanoserve::engine {
 
 /// \brief Limits of a `Scheduler` and the KV pool it manages.
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp Scheduler
 struct SchedulerConfig {
   int max_num_seqs = 64;             ///< most running requests at once
   int max_num_batched_tokens = 512;  ///< most rows (new tokens) per forward pass
@@ -65,6 +68,9 @@ struct SchedulerConfig {
 };
 
 /// \brief Counters of a `Scheduler`.
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp Scheduler
 struct SchedulerStats {
   long long num_steps = 0;        ///< schedule() calls that scheduled something
   long long num_preemptions = 0;  ///< preemptions (a request preempted twice counts twice)
@@ -76,6 +82,9 @@ struct SchedulerStats {
 
 /// \brief The continuous-batching scheduler. Owns the KV cache manager and the requests until
 /// they finish. Single-threaded: schedule() → (execute) → update(), repeated.
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp Scheduler
 class Scheduler {
  public:
   /// \brief Validates `config` and builds the KV pool. `detokenize` is needed only for stop

@@ -29,6 +29,9 @@
 namespace nanoserve::engine {
 
 /// \brief One sequence's part of a forward pass.
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp SchedulerOutput
 struct ScheduledSequence {
   int64_t seq_id = 0;  ///< the request's id
   /// \brief Its tokens and sampling parameters. Valid until the scheduler's next `update`
@@ -47,6 +50,9 @@ struct ScheduledSequence {
 };
 
 /// \brief Everything one forward pass computes.
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp SchedulerOutput
 struct SchedulerOutput {
   /// \brief Scheduled sequences in row order: running ones first (in admission order), then
   /// the ones admitted in this step.

@@ -22,6 +22,9 @@
 namespace nanoserve::engine {
 
 /// \brief The state of the engine after one forward pass (KV usage over time, queue lengths).
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp ServingRun
 struct StepSample {
   double time_s = 0;           ///< when the pass finished
   int num_running = 0;         ///< requests holding KV blocks during the pass
@@ -34,6 +37,9 @@ struct StepSample {
 };
 
 /// \brief Where the rows of a static batch went (chapter 3). All zero for continuous runs.
+///
+/// \par Example
+/// \snippet tests/ch03/test_examples_static.cpp StaticBatchConfig
 struct BatchWaste {
   long long useful_rows = 0;   ///< rows of real tokens (prompt rows not cached, decode rows)
   long long padding_rows = 0;  ///< rows that pad shorter prompts to the longest one
@@ -47,6 +53,9 @@ struct BatchWaste {
 
 /// \brief Everything a run produced: the finished requests with their histories, one sample
 /// per forward pass, and counters.
+///
+/// \par Example
+/// \snippet tests/ch04/test_examples_serve.cpp ServingRun
 struct ServingRun {
   std::vector<Request> requests;   ///< every request of the workload, finished, by id
   std::vector<StepSample> steps;   ///< one per forward pass, in order

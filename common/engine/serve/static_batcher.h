@@ -34,6 +34,9 @@
 namespace nanoserve::engine {
 
 /// \brief Batch size, batch start policy and KV pool of the static batcher.
+///
+/// \par Example
+/// \snippet tests/ch03/test_examples_static.cpp StaticBatchConfig
 struct StaticBatchConfig {
   int batch_size = 8;        ///< most requests per batch
   /// \brief A batch starts when it is full or when its first member has waited this long
