@@ -48,6 +48,28 @@ std::string invalid_argument_message(F&& run) {
   return "";
 }
 
+// The example of use in device_sampler.h: two rows of logits on the device, one greedy and one
+// sampled with top-k 2; only the token ids (and logprobs) come back.
+TEST(Ch01DeviceSampler, Example) {
+  NANOSERVE_REQUIRE_DEVICE();
+  //! [DeviceSampler]
+  const std::vector<float> logits = {0.5f, 3.0f, 1.0f, 2.0f,   // row 0: greedy picks id 1
+                                     4.0f, 1.0f, 4.0f, -1.0f};  // row 1: top-2 keeps ids 0, 2
+  const DeviceBuffer<float> on_device(logits);
+  DeviceSampler sampler(/*max_rows=*/2, /*vocab=*/4);
+  SamplingParams greedy;  // temperature 0
+  SamplingParams top2 = params(1.0f, 2, 1.0f, 0.0f, /*seed=*/7);
+  std::vector<float> logprobs;
+  const std::vector<int> tokens =
+      sampler.sample(on_device.get(), {greedy, top2}, /*positions=*/{10, 3}, &logprobs);
+  EXPECT_EQ(tokens[0], 1);
+  EXPECT_TRUE(tokens[1] == 0 || tokens[1] == 2);
+  // The same decisions as the host sampler, for the same (seed, position).
+  EXPECT_EQ(tokens[1], sample(logits.data() + 4, 4, top2, 3));
+  //! [DeviceSampler]
+  EXPECT_EQ(logprobs.size(), 2u);
+}
+
 TEST(Ch01DeviceSampler, SameTokensAndLogprobsAsTheHostSampler) {
   NANOSERVE_REQUIRE_DEVICE();
   constexpr int kRows = 6, kVocab = 300;

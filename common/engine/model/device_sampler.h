@@ -28,6 +28,9 @@
 namespace nanoserve::engine {
 
 /// \brief Samples up to `max_rows` rows of device logits per call, on one stream.
+///
+/// \par Example
+/// \snippet tests/ch01/test_device_sampler.cpp DeviceSampler
 class DeviceSampler {
  public:
   /// \brief Allocates the device buffers and pinned staging for `max_rows` rows of `vocab`
