@@ -71,6 +71,21 @@ void ModelConfig::validate(const std::string& source) const {
   if (rs.type != RopeScalingType::kNone && !(rs.factor > 0.0f && std::isfinite(rs.factor))) {
     throw LoadError(source, "rope_scaling.factor", "must be a positive finite number");
   }
+  if (!rs.freq_factors.empty()) {
+    if (rs.freq_factors.size() != size_t(head_dim / 2)) {
+      throw LoadError(source, "rope_freqs.weight",
+                      std::to_string(rs.freq_factors.size()) + " frequency factors, expected one "
+                      "per RoPE pair (head_dim / 2 = " + std::to_string(head_dim / 2) + ")");
+    }
+    for (size_t i = 0; i < rs.freq_factors.size(); ++i) {
+      const float ff = rs.freq_factors[i];
+      if (!(ff > 0.0f) || !std::isfinite(ff)) {
+        throw LoadError(source, "rope_freqs.weight",
+                        "factor " + std::to_string(i) + " is " + std::to_string(ff) +
+                            ", not a positive finite number");
+      }
+    }
+  }
   if (rs.type == RopeScalingType::kLlama3) {
     if (!(rs.low_freq_factor > 0.0f) || !(rs.high_freq_factor > rs.low_freq_factor) ||
         !std::isfinite(rs.high_freq_factor)) {

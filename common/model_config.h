@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace nanoserve {
 
@@ -42,6 +43,10 @@ struct RopeScaling {
   float high_freq_factor = 4.0f;                  ///< llama3: wavelengths below
                                                   ///< original/high_freq_factor are kept
   int original_max_position_embeddings = 8192;    ///< llama3: the pre-training context
+  /// \brief Per-pair divisors applied before `type`'s rule, one per RoPE pair (head_dim / 2),
+  /// or empty. llama.cpp stores Llama 3.1+'s llama3 rule this way, as the tensor
+  /// `rope_freqs.weight` of a GGUF file (pair i turns at `inv_freq[i] / freq_factors[i]`).
+  std::vector<float> freq_factors = {};
 };
 
 /// \brief The ranges `ModelConfig::validate` enforces: generous (Llama-3-405B fits) but they

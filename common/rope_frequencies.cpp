@@ -1,6 +1,9 @@
 #include "common/rope_frequencies.h"
 
 #include <cmath>
+#include <string>
+
+#include "common/error.h"
 
 namespace nanoserve {
 
@@ -15,6 +18,7 @@ std::vector<float> rope_base_frequencies(int head_dim, float theta) {
 
 std::vector<float> rope_scaled_frequencies(int head_dim, float theta, const RopeScaling& s) {
   std::vector<float> inv = rope_base_frequencies(head_dim, theta);
+  for (size_t i = 0; i < s.freq_factors.size() && i < inv.size(); ++i) inv[i] /= s.freq_factors[i];
   if (s.type == RopeScalingType::kLinear) {
     for (float& f : inv) f = f / s.factor;
   } else if (s.type == RopeScalingType::kLlama3) {
@@ -37,6 +41,32 @@ std::vector<float> rope_scaled_frequencies(int head_dim, float theta, const Rope
     }
   }
   return inv;
+}
+
+std::vector<float> llama3_rope_freq_factors(int head_dim, float theta, const RopeScaling& s) {
+  if (s.type != RopeScalingType::kLlama3) {
+    throw InvalidArgument(std::string("llama3_rope_freq_factors: rope scaling is ") +
+                          to_string(s.type) + ", not llama3");
+  }
+  constexpr double kPi = 3.141592653589793;
+  const double orig = s.original_max_position_embeddings;
+  const double low_wavelen = orig / double(s.low_freq_factor);  // Python floats
+  const double high_wavelen = orig / double(s.high_freq_factor);
+  std::vector<float> factors;
+  for (const float freq : rope_base_frequencies(head_dim, theta)) {
+    // `2 * math.pi / freq`: a float32 tensor, compared with Python floats as float32.
+    const float wavelen = (1.0f / freq) * float(2.0 * kPi);
+    if (wavelen < float(high_wavelen)) {
+      factors.push_back(1.0f);
+    } else if (wavelen > float(low_wavelen)) {
+      factors.push_back(s.factor);
+    } else {
+      const float smooth = ((1.0f / wavelen) * float(orig) - s.low_freq_factor) /
+                           float(double(s.high_freq_factor) - double(s.low_freq_factor));
+      factors.push_back(1.0f / ((1.0f - smooth) / s.factor + smooth));
+    }
+  }
+  return factors;
 }
 
 std::vector<float> rope_frequencies(const ModelConfig& c) {

@@ -15,6 +15,11 @@
 ///                                  s = (orig / λ - low_freq_factor)
 ///                                      / (high_freq_factor - low_freq_factor)
 ///
+/// llama.cpp stores the llama3 rule of a GGUF file as per-pair divisors instead
+/// (`RopeScaling::freq_factors`, the tensor `rope_freqs.weight`): pair i turns at
+/// `inv_freq[i] / freq_factors[i]`, the divisors applied before `type`'s rule, as ggml's
+/// `rope_ext` does (`theta = freq_scale * theta_base / freq_factor`).
+///
 /// Every step is the fp32 arithmetic of transformers' `_compute_llama3_parameters` (PyTorch
 /// float32 tensors combined with Python scalars, a scalar divided by a tensor being the tensor's
 /// reciprocal times the scalar), in the same order, so the table matches transformers' bit for
@@ -31,6 +36,12 @@ std::vector<float> rope_base_frequencies(int head_dim, float theta);
 
 /// \brief The base frequencies with `scaling` applied (see the file comment).
 std::vector<float> rope_scaled_frequencies(int head_dim, float theta, const RopeScaling& scaling);
+
+/// \brief The divisors llama.cpp's converter (`convert_hf_to_gguf.py`, `LlamaModel`) writes as
+/// `rope_freqs.weight` for a llama3 `scaling`: 1 for kept pairs, `factor` for divided ones,
+/// `1 / ((1 - s) / factor + s)` between; its arithmetic (fp32 tensors, Python scalars), in its
+/// order. Throws `InvalidArgument` unless `scaling.type` is llama3.
+std::vector<float> llama3_rope_freq_factors(int head_dim, float theta, const RopeScaling& scaling);
 
 /// \brief `rope_scaled_frequencies(config.head_dim, config.rope_theta, config.rope_scaling)`.
 std::vector<float> rope_frequencies(const ModelConfig& config);

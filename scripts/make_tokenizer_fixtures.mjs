@@ -191,6 +191,19 @@ function sentencePieceTokenizer(train) {
   };
 }
 
+// The same SentencePiece vocabulary as newer transformers writes it (`legacy: false`): no
+// normalizer, a Metaspace pre-tokenizer. `first` puts "▁" only before the start of the text
+// (not after a special token); `always` before every segment, and split: true makes each "▁"
+// start a word, decoded by the Metaspace decoder.
+function metaspaceTokenizer(train, { prependScheme, split, metaspaceDecoder }) {
+  const t = sentencePieceTokenizer(train);
+  const metaspace = { type: 'Metaspace', replacement: '▁', prepend_scheme: prependScheme, split };
+  t.normalizer = null;
+  t.pre_tokenizer = metaspace;
+  if (metaspaceDecoder) t.decoder = metaspace;
+  return t;
+}
+
 const FAMILIES = {
   smollm2: {
     build: (t) => byteLevelTokenizer(t, {
@@ -220,6 +233,14 @@ const FAMILIES = {
   },
   tinyllama: {
     build: sentencePieceTokenizer,
+    config: { bos_token: '<s>', eos_token: '</s>' },
+  },
+  metaspace_first: {
+    build: (t) => metaspaceTokenizer(t, { prependScheme: 'first', split: false }),
+    config: { bos_token: '<s>', eos_token: '</s>' },
+  },
+  metaspace_split: {
+    build: (t) => metaspaceTokenizer(t, { prependScheme: 'always', split: true, metaspaceDecoder: true }),
     config: { bos_token: '<s>', eos_token: '</s>' },
   },
 };

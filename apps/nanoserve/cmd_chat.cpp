@@ -40,7 +40,7 @@ struct ChatArgs {
 };
 
 int run_chat(const ChatArgs& a) {
-  const ModelSource src = load_model_source(a.model, a.tokenizer);
+  const ModelSource src = load_model_source(a.model, a.tokenizer, a.device == "gpu");
   const Tokenizer& tok = *src.tokenizer;
   const std::string source = a.template_file.empty()
                                  ? src.chat_template

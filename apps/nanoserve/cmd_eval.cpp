@@ -31,7 +31,7 @@ struct EvalArgs {
 };
 
 int run_eval(EvalArgs& a) {
-  const ModelSource src = load_model_source(a.model, a.tokenizer);
+  const ModelSource src = load_model_source(a.model, a.tokenizer, a.device == "gpu");
   const std::optional<std::string> text = find_data_file(a.text);
   if (!text) throw LoadError(a.text, "path", "text file not found (searched $NANOSERVE_DATA, data/models)");
   const ModelConfig& config = src.model.config;

@@ -33,7 +33,7 @@ struct GenerateArgs {
 };
 
 int run_generate(const GenerateArgs& a) {
-  const ModelSource src = load_model_source(a.model, a.tokenizer);
+  const ModelSource src = load_model_source(a.model, a.tokenizer, a.device == "gpu");
   const Tokenizer& tok = *src.tokenizer;
   const std::vector<int> prompt = tok.encode(a.prompt, /*add_bos=*/true, /*add_eos=*/false);
   const int context = src.model.config.max_seq_len;

@@ -23,5 +23,7 @@ Action add_quantize(CLI::App& parent);
 Action add_tokenize(CLI::App& parent);
 /// \brief `nanoserve chat`: an interactive chat through the model's chat template.
 Action add_chat(CLI::App& parent);
+/// \brief `nanoserve convert`: a checkpoint written as a llama.cpp GGUF file.
+Action add_convert(CLI::App& parent);
 
 }  // namespace nanoserve::cli

@@ -8,6 +8,7 @@
 //   nanoserve generate --model q.nsqm --device gpu -t 0
 //   nanoserve tokenize --model SmolLM2-135M --text "Hello world"
 //   nanoserve chat --model SmolLM2-135M-Instruct --device gpu
+//   nanoserve convert stories260K.bin stories260K.gguf --dtype fp32
 //
 // Errors (bad flags, bad files, impossible requests) print one line and exit non-zero.
 #include <CLI/CLI.hpp>
@@ -25,7 +26,8 @@ int main(int argc, char** argv) {
   std::map<CLI::App*, nanoserve::cli::Action> actions;
   for (auto add : {nanoserve::cli::add_generate, nanoserve::cli::add_eval,
                    nanoserve::cli::add_info, nanoserve::cli::add_quantize,
-                   nanoserve::cli::add_tokenize, nanoserve::cli::add_chat}) {
+                   nanoserve::cli::add_tokenize, nanoserve::cli::add_chat,
+                   nanoserve::cli::add_convert}) {
     nanoserve::cli::Action action = add(app);
     actions[app.get_subcommands({}).back()] = std::move(action);
   }

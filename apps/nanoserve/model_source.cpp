@@ -4,6 +4,8 @@
 
 #include "common/engine/model/quantized_bundle.h"
 #include "common/engine/model/quantized_device_model.h"
+#include "common/error.h"
+#include "common/loaders/model_loader.h"
 #include "common/model_bundle.h"
 
 namespace nanoserve::cli {
@@ -12,11 +14,36 @@ std::unique_ptr<engine::DeviceModel> ModelSource::to_device(DType dtype) const {
   if (quantized) {
     return std::make_unique<engine::DeviceModel>(engine::make_quantized_device_model(*quantized, dtype));
   }
+  if (streamed) {
+    const std::shared_ptr<const HfCheckpointReader> r = streamed;
+    return std::make_unique<engine::DeviceModel>(
+        r->config(), dtype,
+        [r](const std::string& name, int layer, std::size_t) { return r->read(name, layer); });
+  }
   return std::make_unique<engine::DeviceModel>(model, dtype);
 }
 
-ModelSource load_model_source(const std::string& model_spec, const std::string& tokenizer_spec) {
+ModelSource load_model_source(const std::string& model_spec, const std::string& tokenizer_spec,
+                              bool device_only) {
   ModelSource s;
+  std::string path;
+  if (device_only && !engine::is_quantized_model_file(model_spec) &&
+      detect_model_format(model_spec, &path) == ModelFormat::kHuggingFace) {
+    s.streamed = std::make_shared<const HfCheckpointReader>(path);
+    s.model.config = s.streamed->config();
+    s.model.source = path;
+    TokenizerBundle t = load_model_tokenizer(model_spec, tokenizer_spec);
+    if (t.tokenizer->vocab_size() > s.model.config.vocab_size) {
+      throw LoadError(t.tokenizer_path, "vocab_size",
+                      std::to_string(t.tokenizer->vocab_size()) + " tokens do not fit the model's " +
+                          std::to_string(s.model.config.vocab_size) + " embedding rows");
+    }
+    s.tokenizer = std::move(t.tokenizer);
+    s.tokenizer_path = t.tokenizer_path;
+    s.chat_template = t.chat_template;
+    s.description = path;
+    return s;
+  }
   if (engine::is_quantized_model_file(model_spec)) {
     engine::QuantizedBundle b = engine::load_quantized_bundle(model_spec, tokenizer_spec);
     s.model = b.model.dequantize();

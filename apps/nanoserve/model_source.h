@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/engine/model/device_model.h"
+#include "common/loaders/hf_loader.h"
 #include "common/model.h"
 #include "common/quant/quantized_model.h"
 #include "common/tokenizer/tokenizer.h"
@@ -25,6 +26,9 @@ struct ModelSource {
   std::string tokenizer_path;                      ///< resolved tokenizer, "(embedded)", "(bytes)"
   std::string description;  ///< e.g. "stories260K.bin" or "q.nsqm (gptq int4-g128-sym of …)"
   std::string chat_template;  ///< the model's Jinja chat template, "" when it has none
+  /// \brief Set when the weights stay in the checkpoint until `to_device` streams them (a
+  /// Hugging Face directory loaded for the device only): `model` then holds the config alone.
+  std::shared_ptr<const HfCheckpointReader> streamed;
 
   /// \brief The weights on the device: dense in `dtype`, or the quantized linears with the rest
   /// (and the KV cache) in `dtype`.
@@ -33,6 +37,10 @@ struct ModelSource {
 
 /// \brief Loads `model_spec` — an NSQM file (recognized by its magic bytes) or anything
 /// `load_model_bundle` accepts — and its tokenizer (`tokenizer_spec`, or found from the model).
-ModelSource load_model_source(const std::string& model_spec, const std::string& tokenizer_spec);
+/// With `device_only` a Hugging Face directory is only opened (`streamed`): `to_device` then
+/// uploads its tensors one at a time, and the host never holds an fp32 copy of the model
+/// (docs/design.md, "What the loaders read": the measured peak memory).
+ModelSource load_model_source(const std::string& model_spec, const std::string& tokenizer_spec,
+                              bool device_only = false);
 
 }  // namespace nanoserve::cli

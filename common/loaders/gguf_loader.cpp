@@ -118,12 +118,12 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     c.rope_scaling.type = RopeScalingType::kLinear;
     c.rope_scaling.factor = get_positive_float(f, p + "rope.scaling.factor", std::nullopt);
   }
-  // Llama 3.1+ GGUFs carry their llama3 frequency rule as a tensor of per-pair divisors; that
-  // table is not read yet, and ignoring it would be wrong past the original context.
-  if (f.find_tensor("rope_freqs.weight") != nullptr) {
-    throw LoadError(f.name, "rope_freqs.weight",
-                    "per-pair RoPE frequency factors (Llama 3.1+ GGUF) are not supported yet; "
-                    "load the Hugging Face checkpoint instead");
+  // Llama 3.1+ GGUFs carry their llama3 frequency rule as a tensor of per-pair divisors
+  // (llama.cpp's converter writes it, and no rope.scaling keys); ModelConfig::validate checks
+  // its values.
+  if (const GgufTensorInfo* t = f.find_tensor("rope_freqs.weight"); t != nullptr) {
+    const uint64_t pairs = uint64_t(c.head_dim / 2);
+    c.rope_scaling.freq_factors = read_tensor(f, "rope_freqs.weight", {pairs});
   }
   c.rope_theta = get_positive_float(f, p + "rope.freq_base", kDefaultRopeTheta);
   // GGUF llama permutes wq/wk rows for adjacent pairs (the file comment); qwen2 keeps the

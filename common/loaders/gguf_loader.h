@@ -25,8 +25,9 @@
 /// when writing GGUF; the file's weights therefore expect adjacent-pair rotation. `qwen2` is not
 /// permuted (llama.cpp rotates it NeoX-style), so it is rotate-half.
 ///
-/// `ARCH.rope.scaling.type` "linear" (with `rope.scaling.factor`) is read; a
-/// `rope_freqs.weight` tensor (Llama 3.1+ frequency factors) is refused for now.
+/// `ARCH.rope.scaling.type` "linear" (with `rope.scaling.factor`) is read, and so is the
+/// tensor `rope_freqs.weight` [head_dim / 2]: Llama 3.1+'s llama3 rule as per-pair frequency
+/// divisors (`RopeScaling::freq_factors`, applied by `rope_frequencies`).
 ///
 /// `llama.context_length` is taken as the file says. Beware that converters often write a
 /// default there: stories260K.gguf says 2048, while the model was trained with 512 positions.

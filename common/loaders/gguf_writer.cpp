@@ -5,7 +5,9 @@
 #include "common/error.h"
 #include "common/loaders/ggml_types.h"
 #include "common/loaders/gguf_file.h"
+#include "common/loaders/gguf_quant_blocks.h"
 #include "common/loaders/tensor_decode.h"
+#include "common/rope_frequencies.h"
 
 namespace nanoserve {
 
@@ -104,14 +106,21 @@ std::vector<uint8_t> encode_floats(const std::vector<float>& values, uint32_t gg
     case kGgmlTypeF32: return encode_f32(values);
     case kGgmlTypeF16: return encode_f16(values);
     case kGgmlTypeBF16: return encode_bf16(values);
+    case kGgmlTypeQ8_0: return encode_q8_0(values);
     default:
       throw InvalidArgument("encode_floats: ggml type " + std::to_string(ggml_type) +
-                            " is not F32, F16 or BF16");
+                            " is not F32, F16, BF16 or Q8_0");
   }
 }
 
 std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
                                const GgufVocabulary* vocab) {
+  return save_gguf_typed(model, [ggml_type](const std::vector<uint64_t>&) { return ggml_type; },
+                         vocab);
+}
+
+std::vector<uint8_t> save_gguf_typed(const Model& model, const GgufTensorTypeRule& type_of,
+                                     const GgufVocabulary* vocab) {
   const ModelConfig& c = model.config;
   const bool qwen2 = c.architecture == "qwen2";
   if (c.architecture != "llama" && !qwen2) {
@@ -125,10 +134,20 @@ std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
                           " RoPE; GGUF " + c.architecture + " tensors expect " +
                           to_string(style));
   }
-  if (c.attention_bias != qwen2 || c.rope_scaling.type != RopeScalingType::kNone) {
+  if (c.attention_bias != qwen2) {
     throw InvalidArgument("save_gguf: " + model.source +
-                          " has rope_scaling, or q/k/v biases outside qwen2, which the GGUF "
-                          "writer does not store");
+                          " has q/k/v biases outside qwen2, which the GGUF writer does not store");
+  }
+  // RoPE scaling as llama.cpp's converter writes it: linear as rope.scaling keys, llama3 as the
+  // per-pair divisors of rope_freqs.weight (which is also how such a file loads back).
+  const RopeScaling& rs = c.rope_scaling;
+  std::vector<float> freq_factors = rs.freq_factors;
+  if (rs.type == RopeScalingType::kLlama3) {
+    if (!freq_factors.empty()) {
+      throw InvalidArgument("save_gguf: " + model.source +
+                            " has both llama3 scaling and frequency factors");
+    }
+    freq_factors = llama3_rope_freq_factors(c.head_dim, c.rope_theta, rs);
   }
   const std::string p = c.architecture + ".";
   GgufWriter w;
@@ -145,6 +164,10 @@ std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
   w.add_metadata(p + "rope.dimension_count", gguf_uint32(c.head_dim));
   w.add_metadata(p + "rope.freq_base", gguf_float32(c.rope_theta));
   w.add_metadata(p + "attention.layer_norm_rms_epsilon", gguf_float32(c.norm_eps));
+  if (rs.type == RopeScalingType::kLinear) {
+    w.add_metadata(p + "rope.scaling.type", gguf_string("linear"));
+    w.add_metadata(p + "rope.scaling.factor", gguf_float32(rs.factor));
+  }
   if (vocab != nullptr) {
     w.add_metadata("tokenizer.ggml.model", gguf_string(vocab->model));
     w.add_metadata("tokenizer.ggml.tokens", array_of(GgufType::kString, vocab->tokens));
@@ -159,18 +182,29 @@ std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
     if (!vocab->merges.empty()) {
       w.add_metadata("tokenizer.ggml.merges", array_of(GgufType::kString, vocab->merges));
     }
+    if (!vocab->pre.empty()) w.add_metadata("tokenizer.ggml.pre", gguf_string(vocab->pre));
     for (const auto& [key, id] : {std::pair<const char*, int>{"bos_token_id", vocab->bos_id},
                                   {"eos_token_id", vocab->eos_id},
                                   {"unknown_token_id", vocab->unk_id},
                                   {"padding_token_id", vocab->pad_id}}) {
       if (id >= 0) w.add_metadata(std::string("tokenizer.ggml.") + key, gguf_uint32(uint32_t(id)));
     }
+    if (vocab->add_bos) w.add_metadata("tokenizer.ggml.add_bos_token", GgufValue{*vocab->add_bos});
+    if (vocab->add_eos) w.add_metadata("tokenizer.ggml.add_eos_token", GgufValue{*vocab->add_eos});
+    if (!vocab->chat_template.empty()) {
+      w.add_metadata("tokenizer.chat_template", gguf_string(vocab->chat_template));
+    }
   }
   const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
   auto add = [&](const std::string& name, const std::vector<uint64_t>& dims,
                  const std::vector<float>& t) {
-    w.add_tensor(name, dims, ggml_type, encode_floats(t, ggml_type));
+    const uint32_t type = type_of(dims);
+    w.add_tensor(name, dims, type, encode_floats(t, type));
   };
+  if (!freq_factors.empty()) {  // F32, as llama.cpp writes it
+    w.add_tensor("rope_freqs.weight", {freq_factors.size()}, kGgmlTypeF32,
+                 encode_floats(freq_factors, kGgmlTypeF32));
+  }
   add("token_embd.weight", {d, v}, model.token_embedding);
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";

@@ -6,6 +6,7 @@
 /// Used to build small test and fuzz-seed files, and by later chapters to export models.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,16 +46,30 @@ GgufValue gguf_uint32(uint32_t x);
 /// \brief A GGUF float32 value.
 GgufValue gguf_float32(float x);
 
-/// \brief Encodes fp32 values as ggml type `ggml_type` (F32, F16 or BF16; round to nearest
-/// even); throws `InvalidArgument` for any other type.
+/// \brief Encodes fp32 values as ggml type `ggml_type`: F32, F16 or BF16 (round to nearest
+/// even), or Q8_0 (`encode_q8_0`, ggml's `quantize_row_q8_0_ref`; the size must be a multiple
+/// of 32); throws
+/// `InvalidArgument` for any other type.
 std::vector<uint8_t> encode_floats(const std::vector<float>& values, uint32_t ggml_type);
 
 /// \brief `model` as a GGUF file of its architecture (`llama`, or `qwen2` with F32 q/k/v
 /// biases): `ARCH.*` metadata, tensors stored as `ggml_type` (F32/F16/BF16), `output.weight`
 /// only when the classifier is untied, and `vocab`'s `tokenizer.ggml.*` keys when given.
+/// RoPE scaling is written the way llama.cpp's converter writes it: linear as
+/// `ARCH.rope.scaling.{type,factor}`, llama3 (or frequency factors read from a GGUF) as the F32
+/// tensor `rope_freqs.weight` (`llama3_rope_freq_factors`).
 /// Throws `InvalidArgument` for a llama model with rotate-half RoPE (its wq/wk rows would have
-/// to be permuted first), a qwen2 one with adjacent pairs, or rope scaling.
+/// to be permuted first), a qwen2 one with adjacent pairs, or biases outside qwen2.
 std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
                                const GgufVocabulary* vocab = nullptr);
+
+/// \brief The ggml type a tensor of shape `dims` (innermost first) is stored as.
+using GgufTensorTypeRule = std::function<uint32_t(const std::vector<uint64_t>& dims)>;
+
+/// \brief `save_gguf` with the type chosen per tensor by `type_of` (rope_freqs and q/k/v
+/// biases stay F32); the vocabulary's `pre`, `add_bos`/`add_eos` and chat template are
+/// written too.
+std::vector<uint8_t> save_gguf_typed(const Model& model, const GgufTensorTypeRule& type_of,
+                                     const GgufVocabulary* vocab = nullptr);
 
 }  // namespace nanoserve

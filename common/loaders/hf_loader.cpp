@@ -8,6 +8,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/io/input_file.h"
@@ -197,6 +199,43 @@ class TensorSource {
   std::map<std::string, StoredTensor> by_name_;
 };
 
+/// The HF tensor behind Model field `field` of `layer` (-1: model-wide), decoded to fp32 with
+/// its shape checked; `used` receives where it was stored.
+std::vector<float> read_field(const TensorSource& src, const ModelConfig& c,
+                              const std::string& field, int layer, StoredTensor* used = nullptr) {
+  const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
+  auto read = [&](const std::string& name, const std::vector<uint64_t>& shape) {
+    const StoredTensor t = src.resolve(name);
+    if (t.tensor == nullptr) throw LoadError(src.where(), name, "tensor is missing");
+    if (used) *used = t;
+    return src.read(t, name, shape);
+  };
+  if (field == "token_embedding") {
+    const std::string embed = "model.embed_tokens.weight";
+    StoredTensor embedding = src.resolve(embed);
+    if (embedding.tensor == nullptr && c.tied_classifier) embedding = src.resolve("lm_head.weight");
+    if (embedding.tensor == nullptr) throw LoadError(src.where(), embed, "tensor is missing");
+    if (used) *used = embedding;
+    return src.read(embedding, embed, {v, d});
+  }
+  if (field == "final_norm") return read("model.norm.weight", {d});
+  if (field == "classifier") return read("lm_head.weight", {v, d});
+  const std::string p = "model.layers." + std::to_string(layer) + ".";
+  if (field == "attn_norm") return read(p + "input_layernorm.weight", {d});
+  if (field == "wq") return read(p + "self_attn.q_proj.weight", {q, d});
+  if (field == "wk") return read(p + "self_attn.k_proj.weight", {kv, d});
+  if (field == "wv") return read(p + "self_attn.v_proj.weight", {kv, d});
+  if (field == "bq") return read(p + "self_attn.q_proj.bias", {q});
+  if (field == "bk") return read(p + "self_attn.k_proj.bias", {kv});
+  if (field == "bv") return read(p + "self_attn.v_proj.bias", {kv});
+  if (field == "wo") return read(p + "self_attn.o_proj.weight", {d, q});
+  if (field == "ffn_norm") return read(p + "post_attention_layernorm.weight", {d});
+  if (field == "w1") return read(p + "mlp.gate_proj.weight", {h, d});
+  if (field == "w2") return read(p + "mlp.down_proj.weight", {d, h});
+  if (field == "w3") return read(p + "mlp.up_proj.weight", {h, d});
+  throw InvalidArgument("hf_loader: no Model field '" + field + "'");
+}
+
 /// Builds the Model of `config_json` from the tensors of `files`.
 Model build_model(const std::string& config_json, const std::vector<SafetensorsFile>& files,
                   const std::string& name) {
@@ -206,35 +245,28 @@ Model build_model(const std::string& config_json, const std::vector<SafetensorsF
   m.config.name = name;
   const ModelConfig& c = m.config;
   const TensorSource src(files);
-  const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
-
-  const std::string embed = "model.embed_tokens.weight";
-  StoredTensor embedding = src.resolve(embed);
-  if (embedding.tensor == nullptr && c.tied_classifier) embedding = src.resolve("lm_head.weight");
-  if (embedding.tensor == nullptr) throw LoadError(src.where(), embed, "tensor is missing");
-  m.token_embedding = src.read(embedding, embed, {v, d});
+  m.token_embedding = read_field(src, c, "token_embedding", -1);
   m.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
     LayerWeights& w = m.layers[l];
-    w.attn_norm = src.read(p + "input_layernorm.weight", {d});
-    w.wq = src.read(p + "self_attn.q_proj.weight", {q, d});
-    w.wk = src.read(p + "self_attn.k_proj.weight", {kv, d});
-    w.wv = src.read(p + "self_attn.v_proj.weight", {kv, d});
+    w.attn_norm = read_field(src, c, "attn_norm", l);
+    w.wq = read_field(src, c, "wq", l);
+    w.wk = read_field(src, c, "wk", l);
+    w.wv = read_field(src, c, "wv", l);
     if (c.attention_bias) {
-      w.bq = src.read(p + "self_attn.q_proj.bias", {q});
-      w.bk = src.read(p + "self_attn.k_proj.bias", {kv});
-      w.bv = src.read(p + "self_attn.v_proj.bias", {kv});
+      w.bq = read_field(src, c, "bq", l);
+      w.bk = read_field(src, c, "bk", l);
+      w.bv = read_field(src, c, "bv", l);
     }
-    w.wo = src.read(p + "self_attn.o_proj.weight", {d, q});
-    w.ffn_norm = src.read(p + "post_attention_layernorm.weight", {d});
-    w.w1 = src.read(p + "mlp.gate_proj.weight", {h, d});
-    w.w2 = src.read(p + "mlp.down_proj.weight", {d, h});
-    w.w3 = src.read(p + "mlp.up_proj.weight", {h, d});
+    w.wo = read_field(src, c, "wo", l);
+    w.ffn_norm = read_field(src, c, "ffn_norm", l);
+    w.w1 = read_field(src, c, "w1", l);
+    w.w2 = read_field(src, c, "w2", l);
+    w.w3 = read_field(src, c, "w3", l);
   }
-  m.final_norm = src.read("model.norm.weight", {d});
+  m.final_norm = read_field(src, c, "final_norm", -1);
   // A tied model ignores any stored lm_head.weight, as transformers does when it ties them.
-  if (!c.tied_classifier) m.classifier = src.read("lm_head.weight", {v, d});
+  if (!c.tied_classifier) m.classifier = read_field(src, c, "classifier", -1);
   m.validate();
   return m;
 }
@@ -299,35 +331,6 @@ ModelConfig parse_hf_config(const std::string& json_text, const std::string& fil
   return c;
 }
 
-Model load_hf_model(const std::string& dir) {
-  namespace fs = std::filesystem;
-  const std::string config_path = (fs::path(dir) / "config.json").string();
-  const std::string weights_path = (fs::path(dir) / "model.safetensors").string();
-  const std::string index_path = (fs::path(dir) / "model.safetensors.index.json").string();
-  std::error_code ec;
-  const std::string config_text = read_input_file(config_path, "config.json", kMaxConfigJsonBytes);
-  if (fs::exists(weights_path, ec) || !fs::exists(index_path, ec)) {
-    const MappedFile weights(weights_path);
-    return load_hf_from_memory(config_text, weights.data(), weights.size(), dir);
-  }
-  // Sharded: map every shard the index names (each once), then build from the mapped bytes.
-  const std::string index_text =
-      read_input_file(index_path, "model.safetensors.index.json", kMaxIndexJsonBytes);
-  const std::vector<std::string> names = hf_index_shards(index_text, index_path);
-  std::vector<MappedFile> mapped;
-  std::vector<HfShard> shards;
-  mapped.reserve(names.size());
-  for (const std::string& shard : names) {
-    const std::string path = (fs::path(dir) / shard).string();
-    if (!fs::exists(path, ec)) {
-      throw LoadError(index_path, "weight_map",
-                      "names shard " + shard + ", which is not in " + dir);
-    }
-    mapped.emplace_back(path);
-    shards.push_back({shard, mapped.back().data(), mapped.back().size()});
-  }
-  return load_hf_sharded_from_memory(config_text, index_text, shards, dir);
-}
 
 Model load_hf_from_memory(const std::string& config_json, const uint8_t* safetensors,
                           size_t safetensors_size, const std::string& name) {
@@ -356,8 +359,13 @@ std::vector<std::string> hf_index_shards(const std::string& index_json, const st
   return shards;
 }
 
-Model load_hf_sharded_from_memory(const std::string& config_json, const std::string& index_json,
-                                  const std::vector<HfShard>& shards, const std::string& name) {
+namespace {
+
+/// The parsed shards of a sharded checkpoint, after every consistency check of the index.
+std::vector<SafetensorsFile> sharded_files(const std::string& config_json,
+                                           const std::string& index_json,
+                                           const std::vector<HfShard>& shards,
+                                           const std::string& name) {
   const std::string index_file = name + "/model.safetensors.index.json";
   parse_hf_config(config_json, name + "/config.json");
   const std::vector<std::string> wanted = hf_index_shards(index_json, index_file);
@@ -404,12 +412,94 @@ Model load_hf_sharded_from_memory(const std::string& config_json, const std::str
                       "names shard " + shard_name + ", which does not contain it");
     }
   }
-  return build_model(config_json, files, name);
+  return files;
 }
+
+}  // namespace
+
+Model load_hf_sharded_from_memory(const std::string& config_json, const std::string& index_json,
+                                  const std::vector<HfShard>& shards, const std::string& name) {
+  return build_model(config_json, sharded_files(config_json, index_json, shards, name), name);
+}
+
+/// The mapped files and parsed safetensors of a checkpoint directory (one file, or every
+/// shard its index names, checked as `load_hf_sharded_from_memory` checks them).
+struct HfCheckpointReader::Impl {
+  std::string config_text;
+  std::vector<MappedFile> mapped;
+  std::vector<SafetensorsFile> files;
+  ModelConfig config;
+  std::unique_ptr<TensorSource> src;
+
+  explicit Impl(const std::string& dir) {
+    namespace fs = std::filesystem;
+    const std::string config_path = (fs::path(dir) / "config.json").string();
+    const std::string weights_path = (fs::path(dir) / "model.safetensors").string();
+    const std::string index_path = (fs::path(dir) / "model.safetensors.index.json").string();
+    std::error_code ec;
+    config_text = read_input_file(config_path, "config.json", kMaxConfigJsonBytes);
+    config = parse_hf_config(config_text, dir + "/config.json");
+    config.name = dir;
+    if (fs::exists(weights_path, ec) || !fs::exists(index_path, ec)) {
+      mapped.emplace_back(weights_path);
+      files.push_back(parse_safetensors(mapped[0].data(), mapped[0].size(), dir + "/model.safetensors"));
+    } else {
+      // Sharded: map every shard the index names (each once).
+      const std::string index_text =
+          read_input_file(index_path, "model.safetensors.index.json", kMaxIndexJsonBytes);
+      const std::vector<std::string> names = hf_index_shards(index_text, index_path);
+      std::vector<HfShard> shards;
+      mapped.reserve(names.size());
+      for (const std::string& shard : names) {
+        const std::string path = (fs::path(dir) / shard).string();
+        if (!fs::exists(path, ec)) {
+          throw LoadError(index_path, "weight_map",
+                          "names shard " + shard + ", which is not in " + dir);
+        }
+        mapped.emplace_back(path);
+        shards.push_back({shard, mapped.back().data(), mapped.back().size()});
+      }
+      files = sharded_files(config_text, index_text, shards, dir);
+    }
+    src = std::make_unique<TensorSource>(files);
+  }
+};
+
+HfCheckpointReader::HfCheckpointReader(const std::string& dir)
+    : impl_(std::make_unique<Impl>(dir)) {}
+HfCheckpointReader::~HfCheckpointReader() = default;
+
+const ModelConfig& HfCheckpointReader::config() const { return impl_->config; }
+
+std::vector<float> HfCheckpointReader::read(const std::string& field, int layer) const {
+  StoredTensor used;
+  std::vector<float> values = read_field(*impl_->src, impl_->config, field, layer, &used);
+  // The mapped pages of the tensor are not needed again: drop them from this process (they stay
+  // in the page cache), so that resident memory holds one tensor, not the whole file.
+  if (used.tensor != nullptr) {
+    const long page = sysconf(_SC_PAGESIZE);
+    const uintptr_t from = reinterpret_cast<uintptr_t>(used.file->tensor_data(*used.tensor));
+    const uintptr_t to = from + (used.tensor->end - used.tensor->begin);
+    const uintptr_t start = from / uintptr_t(page) * uintptr_t(page);
+    madvise(reinterpret_cast<void*>(start), to - start, MADV_DONTNEED);
+  }
+  return values;
+}
+
+Model HfCheckpointReader::model() const {
+  Model m = build_model(impl_->config_text, impl_->files, impl_->config.name);
+  return m;
+}
+
+Model load_hf_model(const std::string& dir) { return HfCheckpointReader(dir).model(); }
 
 namespace {
 
 json rope_scaling_json(const RopeScaling& rs) {
+  if (!rs.freq_factors.empty()) {
+    throw InvalidArgument("save_hf: per-pair RoPE frequency factors (a GGUF rope_freqs.weight) "
+                          "have no config.json form");
+  }
   switch (rs.type) {
     case RopeScalingType::kNone: return nullptr;
     case RopeScalingType::kLinear: return {{"rope_type", "linear"}, {"factor", rs.factor}};

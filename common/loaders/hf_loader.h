@@ -57,6 +57,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +73,33 @@ ModelConfig parse_hf_config(const std::string& json_text, const std::string& fil
 /// every shard `dir/model.safetensors.index.json` names (each memory-mapped); throws
 /// `LoadError(file, field, …)`.
 Model load_hf_model(const std::string& dir);
+
+/// \brief A checkpoint directory opened to be read tensor by tensor: its files memory-mapped
+/// and validated (as `load_hf_model` validates them), nothing decoded yet. What uploading to a
+/// device needs: `DeviceModel`'s streaming constructor calls `read` once per tensor, so the
+/// host holds one tensor in fp32 at a time instead of the whole model.
+class HfCheckpointReader {
+ public:
+  /// \brief Opens `dir`; throws `LoadError` for a bad config, index or shard.
+  explicit HfCheckpointReader(const std::string& dir);
+  ~HfCheckpointReader();
+  HfCheckpointReader(const HfCheckpointReader&) = delete;
+  HfCheckpointReader& operator=(const HfCheckpointReader&) = delete;
+  /// \brief The model's shape (`parse_hf_config` of its config.json).
+  const ModelConfig& config() const;
+  /// \brief The fp32 values of `Model` field `field` ("token_embedding", "attn_norm", "wq",
+  /// …, "bq", "final_norm", "classifier") of `layer` (-1 for model-wide tensors), decoded from
+  /// its stored dtype; its mapped pages are then released from this process's resident memory
+  /// (`madvise(MADV_DONTNEED)`; they stay in the page cache). Throws `LoadError` naming the
+  /// tensor when it is missing or misshapen.
+  std::vector<float> read(const std::string& field, int layer) const;
+  /// \brief Every tensor decoded: the whole fp32 `Model`.
+  Model model() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// \brief One shard of a sharded checkpoint, in memory: its file name (as the index spells
 /// it) and bytes.

@@ -129,7 +129,8 @@ std::vector<uint8_t> save_llama2c(const Model& model) {
   const ModelConfig& c = model.config;
   if (c.head_dim * c.n_heads != c.dim || c.rope_theta != kLlama2cRopeTheta ||
       c.norm_eps != kLlama2cNormEps || c.rope_style != RopeStyle::kAdjacentPairs ||
-      c.attention_bias || c.rope_scaling.type != RopeScalingType::kNone) {
+      c.attention_bias || c.rope_scaling.type != RopeScalingType::kNone ||
+      !c.rope_scaling.freq_factors.empty()) {
     throw InvalidArgument("save_llama2c: " + model.source +
                           " needs head_dim=dim/n_heads, rope theta 1e4, norm eps 1e-5, "
                           "adjacent-pair RoPE, no biases and no rope_scaling to be stored in "

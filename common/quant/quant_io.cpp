@@ -106,7 +106,8 @@ std::vector<uint8_t> serialize_quantized_model(const QuantizedModel& model) {
     throw InvalidArgument(std::string("serialize_quantized_model: ") + e.what());
   }
   const ModelConfig& c = model.base.config;
-  if (c.attention_bias || c.rope_scaling.type != RopeScalingType::kNone) {
+  if (c.attention_bias || c.rope_scaling.type != RopeScalingType::kNone ||
+      !c.rope_scaling.freq_factors.empty()) {
     throw InvalidArgument("serialize_quantized_model: " + model.base.source +
                           " has q/k/v biases or rope_scaling, which the .nsqm format (version " +
                           std::to_string(kNsqmVersion) + ") does not store");

@@ -103,6 +103,17 @@ HfBpeTokenizer::HfBpeTokenizer(HfBpeSpec spec) : spec_(std::move(spec)) {
   for (int b = 0; b < 256; ++b) {
     byte_to_id_[b] = find_piece(std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + '>');
   }
+  if (spec_.metaspace) {
+    const std::string& r = spec_.metaspace->replacement;
+    if (r.empty() || r.find("\\E") != std::string::npos) {
+      throw InvalidArgument("HfBpeTokenizer: Metaspace replacement '" + r + "' is unusable");
+    }
+    // Words as `split` with MergedWithNext cuts them: a run without "▁", or "▁" and what
+    // follows up to the next one.
+    const std::string q = "\\Q" + r + "\\E";
+    metaspace_words_ = std::make_shared<const RegexSplitter>("(?s)(?:(?!" + q + ").)+|" + q +
+                                                             "(?:(?!" + q + ").)*");
+  }
   decoder_input_ = spec_.vocab;
   for (const HfAddedToken& t : spec_.added_tokens) {
     check(t.id, "added token");
@@ -192,7 +203,23 @@ void HfBpeTokenizer::encode_segment(std::string_view segment, std::vector<int>& 
   out.insert(out.end(), merged.begin(), merged.end());
 }
 
-void HfBpeTokenizer::encode_words(std::string_view text, std::vector<int>& out) const {
+void HfBpeTokenizer::encode_metaspace(std::string_view text, bool text_start,
+                                      std::vector<int>& out) const {
+  const HfMetaspace& m = *spec_.metaspace;
+  std::string s(text);
+  replace_all(s, " ", m.replacement);
+  const bool prepend = m.prepend == HfMetaspace::Prepend::kAlways ||
+                       (m.prepend == HfMetaspace::Prepend::kFirst && text_start);
+  if (prepend && s.compare(0, m.replacement.size(), m.replacement) != 0) s.insert(0, m.replacement);
+  if (!m.split) return encode_segment(s, out);
+  std::vector<std::string> words;
+  metaspace_words_->split(s, words);
+  for (const std::string& word : words) encode_segment(word, out);
+}
+
+void HfBpeTokenizer::encode_words(std::string_view text, bool text_start,
+                                  std::vector<int>& out) const {
+  if (spec_.metaspace) return encode_metaspace(text, text_start, out);
   if (spec_.pre_tokenizer.empty() && !spec_.byte_level) return encode_segment(text, out);
   for (std::string& word : pre_tokenize(spec_.pre_tokenizer, text)) {
     if (spec_.byte_level) word = to_byte_level(word);
@@ -206,9 +233,14 @@ void HfBpeTokenizer::encode_words(std::string_view text, std::vector<int>& out) 
   }
 }
 
-void HfBpeTokenizer::encode_normalized(std::string_view text, std::vector<int>& out) const {
+void HfBpeTokenizer::encode_normalized(std::string_view text, bool text_start,
+                                       std::vector<int>& out) const {
+  const std::string n = normalize(text);
   split_on_added(
-      normalize(text), added_patterns_, [&](std::string_view piece) { encode_words(piece, out); },
+      n, added_patterns_,
+      [&](std::string_view piece) {
+        encode_words(piece, text_start && piece.data() == n.data(), out);
+      },
       [&](int id) { out.push_back(id); });
 }
 
@@ -220,8 +252,11 @@ std::vector<int> HfBpeTokenizer::encode(std::string_view text, bool add_bos,
   if (add_bos && spec_.bos_id >= 0) ids.push_back(spec_.bos_id);
   // Added tokens with normalized=false are found in the raw text first; the normalizer and the
   // normalized ones then see each piece between them (as `AddedVocabulary` does).
+  // "The start of the text" (Metaspace's prepend_scheme first) is offset 0 of `text`: a piece
+  // after an added token is not at the start.
   split_on_added(
-      s, raw_patterns_, [&](std::string_view piece) { encode_normalized(piece, ids); },
+      s, raw_patterns_,
+      [&](std::string_view piece) { encode_normalized(piece, piece.data() == s.data(), ids); },
       [&](int id) { ids.push_back(id); });
   if (add_eos) ids.push_back(spec_.eos_id);
   return ids;
@@ -285,6 +320,15 @@ std::vector<std::string> HfBpeTokenizer::run_decoder(std::vector<std::string> to
         fused = true;
         break;
       }
+      case HfDecoderStep::Kind::kMetaspace:
+        // tokenizers' Metaspace::decode_chain: the first token of the list loses every
+        // replacement character (unless prepend_scheme is never), the others turn them into
+        // spaces. A streamed token is the first only right after BOS.
+        for (size_t i = 0; i < tokens.size(); ++i) {
+          const bool first = i == 0 && text_start && step.start != 0;
+          replace_all(tokens[i], step.pattern, first ? "" : " ");
+        }
+        break;
       case HfDecoderStep::Kind::kStrip:
         // After Fuse the one token is the whole text, so the strip touches only its start;
         // a streamed token is at the start of the text only right after BOS.

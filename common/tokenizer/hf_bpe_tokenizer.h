@@ -34,6 +34,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -57,6 +58,26 @@ struct HfNormalizerStep {
   std::string content;  ///< kPrepend: the prefix; kReplace: the replacement
 };
 
+/// \brief The `Metaspace` pre-tokenizer (and decoder) of SentencePiece-style files written
+/// by newer transformers (`legacy: false`), in place of the Prepend/Replace normalizer:
+/// ```
+/// "Hi there"   (a segment between added tokens)
+///  │ ' ' → "▁", then "▁" in front (always; or only for the segment at the start of the text)
+/// "▁Hi▁there"
+///  │ split: true → ["▁Hi", "▁there"] (each "▁" starts a word); false → one word
+/// ```
+struct HfMetaspace {
+  /// \brief `prepend_scheme` (older files: `add_prefix_space` true = always, false = never).
+  enum class Prepend {
+    kAlways,  ///< every segment not already starting with the replacement
+    kFirst,   ///< only the segment that starts the text (offset 0, no added token before it)
+    kNever,   ///< none
+  };
+  std::string replacement = "\xE2\x96\x81";  ///< the character spaces become ("▁", U+2581)
+  Prepend prepend = Prepend::kAlways;          ///< where the replacement is put in front
+  bool split = true;                           ///< words begin at each replacement
+};
+
 /// \brief One step of the `decoder`; each maps a list of token strings to a list.
 struct HfDecoderStep {
   /// \brief The decoder types implemented.
@@ -66,6 +87,8 @@ struct HfDecoderStep {
     kFuse,          ///< all tokens become one
     kStrip,         ///< up to `start` leading `content` characters are removed from each token
     kByteLevel,     ///< GPT-2 alphabet → bytes, all tokens fused, ill-formed UTF-8 → U+FFFD
+    kMetaspace,     ///< `pattern` → " " in each token; in the first token (unless `start` is
+                    ///< 0, prepend_scheme never) every `pattern` is removed instead
   };
   Kind kind;            ///< which decoder
   std::string pattern;  ///< kReplace: the literal text replaced
@@ -89,6 +112,7 @@ struct HfBpeSpec {
   std::vector<HfDecoderStep> decoder;       ///< applied in order; empty: pieces concatenated
   std::vector<HfAddedToken> added_tokens;   ///< matched before BPE (see `normalized`)
   std::vector<HfPreTokenizerStep> pre_tokenizer;  ///< empty: the whole segment is one word
+  std::optional<HfMetaspace> metaspace;     ///< a `Metaspace` pre-tokenizer (then the only one)
   bool byte_level = false;     ///< words are mapped to the GPT-2 byte alphabet before BPE
   bool ignore_merges = false;  ///< `model.ignore_merges`: a word in the vocabulary is one token
   int unk_id = 0;              ///< `model.unk_token`; −1: none (unknown characters dropped)
@@ -141,12 +165,15 @@ class HfBpeTokenizer final : public Tokenizer {
   int find_piece(const std::string& piece) const;
   /// \brief The normalizer applied to `text`.
   std::string normalize(std::string_view text) const;
+  /// \brief Everything the tokenizer was built from (`nanoserve convert` writes it to GGUF).
+  const HfBpeSpec& spec() const { return spec_; }
 
  private:
   void check_id(int id) const;
   void encode_segment(std::string_view segment, std::vector<int>& out) const;
-  void encode_normalized(std::string_view text, std::vector<int>& out) const;
-  void encode_words(std::string_view text, std::vector<int>& out) const;
+  void encode_normalized(std::string_view text, bool text_start, std::vector<int>& out) const;
+  void encode_words(std::string_view text, bool text_start, std::vector<int>& out) const;
+  void encode_metaspace(std::string_view text, bool text_start, std::vector<int>& out) const;
   std::vector<std::string> run_decoder(std::vector<std::string> tokens, bool text_start,
                                        bool streaming) const;
 
@@ -156,6 +183,7 @@ class HfBpeTokenizer final : public Tokenizer {
   std::array<int, 256> byte_to_id_{};  // id of "<0xHH>", or −1
   std::vector<std::pair<std::string, int>> added_patterns_;  // normalized content → id
   std::vector<std::pair<std::string, int>> raw_patterns_;    // content (normalized=false) → id
+  std::shared_ptr<const RegexSplitter> metaspace_words_;     // Metaspace split: "▁" starts a word
   // (vocab_size) the string the decoder sees for each id: the piece, or for an added token
   // its normalized content ("▁<unk>"), which is what `tokenizers` decodes it from.
   std::vector<std::string> decoder_input_;

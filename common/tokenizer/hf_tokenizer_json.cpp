@@ -12,6 +12,7 @@
 #include "common/io/json_text.h"
 #include "common/tokenizer/hf_bpe_tokenizer.h"
 #include "common/tokenizer/pre_tokenizer.h"
+#include "common/tokenizer/utf8.h"
 
 namespace nanoserve {
 namespace {
@@ -131,6 +132,29 @@ void parse_normalizer(const Reader& r, const json& root, HfBpeSpec& spec) {
   });
 }
 
+// `Metaspace` (a pre-tokenizer, and the decoder of the same name): `replacement` (one
+// character), `prepend_scheme` ("always", "first", "never"; older files say
+// `add_prefix_space`), `split` (default true).
+HfMetaspace parse_metaspace(const Reader& r, const json& step, const std::string& path) {
+  HfMetaspace m;
+  m.replacement = r.string(r.at(step, path, "replacement"), path + ".replacement");
+  if (m.replacement.empty() || utf8_char_length(m.replacement, 0) != m.replacement.size()) {
+    r.fail(path + ".replacement", "'" + m.replacement + "' is not one character");
+  }
+  const bool prefix =
+      r.boolean(r.find(step, path, "add_prefix_space"), path + ".add_prefix_space", true);
+  m.prepend = prefix ? HfMetaspace::Prepend::kAlways : HfMetaspace::Prepend::kNever;
+  if (const json* scheme = r.find(step, path, "prepend_scheme")) {
+    const std::string v = r.string(*scheme, path + ".prepend_scheme");
+    if (v == "always") m.prepend = HfMetaspace::Prepend::kAlways;
+    else if (v == "first") m.prepend = HfMetaspace::Prepend::kFirst;
+    else if (v == "never") m.prepend = HfMetaspace::Prepend::kNever;
+    else r.fail(path + ".prepend_scheme", "'" + v + "' is not always, first or never");
+  }
+  m.split = r.boolean(r.find(step, path, "split"), path + ".split", true);
+  return m;
+}
+
 // `Split` on a regex (or a literal), `Digits`, and a final `ByteLevel`, each as
 // pre_tokenizer.h implements them; every other option is refused by name.
 void parse_pre_tokenizer(const Reader& r, const json& root, HfBpeSpec& spec) {
@@ -147,6 +171,13 @@ void parse_pre_tokenizer(const Reader& r, const json& root, HfBpeSpec& spec) {
   for_each_step(r, *pt, "pre_tokenizer", "pretokenizers",
                 [&](const json& step, const std::string& path, const std::string& type) {
     if (spec.byte_level) r.fail(path, "a pre-tokenizer after ByteLevel is not supported");
+    if (type == "Metaspace" || spec.metaspace) {
+      if (spec.metaspace || !spec.pre_tokenizer.empty()) {
+        r.fail(path, "Metaspace combined with other pre-tokenizers is not supported");
+      }
+      spec.metaspace = parse_metaspace(r, step, path);
+      return;
+    }
     if (type == "Split") {
       const json& pattern = r.at(step, path, "pattern");
       const std::string p = Reader::join(path, "pattern");
@@ -182,7 +213,7 @@ void parse_pre_tokenizer(const Reader& r, const json& root, HfBpeSpec& spec) {
       spec.byte_level = true;
     } else {
       r.fail(Reader::join(path, "type"),
-             "'" + type + "' is not supported (Split, Digits, ByteLevel)");
+             "'" + type + "' is not supported (Split, Digits, ByteLevel, Metaspace)");
     }
   });
 }
@@ -202,6 +233,10 @@ void parse_decoder(const Reader& r, const json& root, HfBpeSpec& spec) {
       s.kind = HfDecoderStep::Kind::kFuse;
     } else if (type == "ByteLevel") {
       s.kind = HfDecoderStep::Kind::kByteLevel;
+    } else if (type == "Metaspace") {
+      const HfMetaspace m = parse_metaspace(r, step, path);
+      s = {HfDecoderStep::Kind::kMetaspace, m.replacement, " ",
+           m.prepend == HfMetaspace::Prepend::kNever ? 0 : 1};
     } else if (type == "Strip") {
       s.kind = HfDecoderStep::Kind::kStrip;
       s.content = r.string(r.at(step, path, "content"), path + ".content");
@@ -212,7 +247,8 @@ void parse_decoder(const Reader& r, const json& root, HfBpeSpec& spec) {
       }
     } else {
       r.fail(Reader::join(path, "type"),
-             "'" + type + "' is not supported (Replace, ByteFallback, Fuse, Strip, ByteLevel)");
+             "'" + type +
+                 "' is not supported (Replace, ByteFallback, Fuse, Strip, ByteLevel, Metaspace)");
     }
     spec.decoder.push_back(std::move(s));
   });

@@ -50,7 +50,7 @@ Model family_model(bool biases, RopeScaling scaling) {
   return m;
 }
 
-constexpr RopeScaling kLlama3{RopeScalingType::kLlama3, 8.0f, 1.0f, 4.0f, 64};
+const RopeScaling kLlama3{RopeScalingType::kLlama3, 8.0f, 1.0f, 4.0f, 64};
 
 std::vector<int> prompt() {
   std::vector<int> tokens;

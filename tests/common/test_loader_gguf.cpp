@@ -2,6 +2,8 @@
 // metadata value type from hand-written bytes, and F16/BF16 tensors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -14,6 +16,7 @@
 #include "common/loaders/llama2c_loader.h"
 #include "common/loaders/mapped_file.h"
 #include "common/loaders/synthetic_model.h"
+#include "common/rope_frequencies.h"
 #include "loader_test_files.h"
 #include "test_support.h"
 
@@ -294,21 +297,79 @@ TEST(GgufLoader, Qwen2RoundTripsWithItsBiasesAndRotateHalfRope) {
                     "q.gguf", "blk.1.attn_v.bias", "missing");
 }
 
-TEST(GgufLoader, Llama31FrequencyFactorsAreRefusedRatherThanIgnored) {
+/// A llama model of head_dim 16 with Llama 3.1's rope_scaling (original context shrunk to 64 so
+/// that the 8 pairs of a small head fall in all three bands).
+Model llama31_micro_model() {
+  ModelConfig c = testing::micro_config(true);
+  c.head_dim = 16;  // 8 pairs
+  c.rope_theta = 500000.0f;
+  c.rope_scaling = {RopeScalingType::kLlama3, 8.0f, 1.0f, 4.0f, 64};
+  return make_synthetic_model(c, 3);
+}
+
+TEST(GgufLoader, Llama31FrequencyFactorsAreReadAsLlamaCppWritesThem) {
+  const Model m = llama31_micro_model();
+  const ModelConfig& c = m.config;
+  // save_gguf writes llama.cpp's rope_freqs.weight (no rope.scaling keys) ...
+  const std::vector<uint8_t> bytes = save_gguf(m, kGgmlTypeF32);
+  const GgufFile f = parse_gguf(bytes.data(), bytes.size(), "l31.gguf");
+  const GgufTensorInfo* t = f.find_tensor("rope_freqs.weight");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->dims, std::vector<uint64_t>{uint64_t(c.head_dim / 2)});
+  EXPECT_EQ(f.metadata.find("llama.rope.scaling.type"), nullptr);
+  // ... holding 1 for the kept pairs, the factor for the divided ones, a blend between.
+  const std::vector<float> ff = llama3_rope_freq_factors(c.head_dim, c.rope_theta, c.rope_scaling);
+  ASSERT_EQ(ff.size(), 8u);
+  EXPECT_EQ(ff.front(), 1.0f);
+  EXPECT_EQ(ff.back(), 8.0f);
+  EXPECT_TRUE(std::any_of(ff.begin(), ff.end(), [](float x) { return x > 1.0f && x < 8.0f; }));
+  // Loaded back: the divisors, and a frequency table equal to transformers' llama3 rule up to
+  // the rounding of the two formulas (llama.cpp divides by 1 / blend, transformers blends).
+  const Model got = load_gguf_from_memory(bytes.data(), bytes.size(), "l31.gguf");
+  EXPECT_EQ(got.config.rope_scaling.type, RopeScalingType::kNone);
+  EXPECT_EQ(got.config.rope_scaling.freq_factors, ff);
+  const std::vector<float> want = rope_frequencies(c), have = rope_frequencies(got.config);
+  ASSERT_EQ(have.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(have[i], want[i], 4 * FLT_EPSILON * want[i]) << "pair " << i;
+  }
+  EXPECT_NE(rope_frequencies(got.config), rope_base_frequencies(c.head_dim, c.rope_theta));
+  testing::expect_same_weights(got, m);
+}
+
+TEST(GgufLoader, BadFrequencyFactorsAreRefusedNamingTheTensor) {
   Model m = make_synthetic_model(testing::micro_config(true), 3);
   const std::vector<uint8_t> bytes = save_gguf(m, kGgmlTypeF32);
-  // The same file plus llama.cpp's tensor of per-pair frequency divisors.
-  GgufWriter w;
   const GgufFile f = parse_gguf(bytes.data(), bytes.size(), "m.gguf");
-  for (const auto& [key, value] : f.metadata.entries()) w.add_metadata(key, value);
-  for (const GgufTensorInfo& t : f.tensors) {
-    const uint8_t* p = f.tensor_data(t);
-    w.add_tensor(t.name, t.dims, t.type->id, {p, p + t.n_bytes});
-  }
-  w.add_tensor("rope_freqs.weight", {2}, kGgmlTypeF32, encode_floats({1.0f, 8.0f}, kGgmlTypeF32));
-  const std::vector<uint8_t> with = w.serialize();
-  expect_load_error([&] { load_gguf_from_memory(with.data(), with.size(), "l31.gguf"); },
-                    "l31.gguf", "rope_freqs.weight", "not supported yet");
+  // The same file plus a rope_freqs.weight of `factors`.
+  auto with = [&](const std::vector<float>& factors) {
+    GgufWriter w;
+    for (const auto& [key, value] : f.metadata.entries()) w.add_metadata(key, value);
+    for (const GgufTensorInfo& t : f.tensors) {
+      const uint8_t* p = f.tensor_data(t);
+      w.add_tensor(t.name, t.dims, t.type->id, {p, p + t.n_bytes});
+    }
+    w.add_tensor("rope_freqs.weight", {factors.size()}, kGgmlTypeF32,
+                 encode_floats(factors, kGgmlTypeF32));
+    return w.serialize();
+  };
+  const int pairs = m.config.head_dim / 2;
+  const std::vector<uint8_t> short_one = with({1.0f, 8.0f, 8.0f});
+  expect_load_error([&] { load_gguf_from_memory(short_one.data(), short_one.size(), "l.gguf"); },
+                    "l.gguf", "rope_freqs.weight", "has shape [3], expected [" +
+                    std::to_string(pairs) + "]");
+  std::vector<float> zero(size_t(pairs), 1.0f);
+  zero[1] = 0.0f;
+  const std::vector<uint8_t> zero_one = with(zero);
+  expect_load_error([&] { load_gguf_from_memory(zero_one.data(), zero_one.size(), "z.gguf"); },
+                    "z.gguf", "rope_freqs.weight", "factor 1 is 0.000000, not a positive finite");
+  // A file's factors cannot be written as config.json, nor as llama2.c; they survive GGUF.
+  const std::vector<uint8_t> twos = with(std::vector<float>(size_t(pairs), 2.0f));
+  const Model l31 = load_gguf_from_memory(twos.data(), twos.size(), "x");
+  EXPECT_THROW(save_llama2c(l31), InvalidArgument);
+  const std::vector<uint8_t> again = save_gguf(l31, kGgmlTypeF32);
+  EXPECT_EQ(load_gguf_from_memory(again.data(), again.size(), "y").config.rope_scaling.freq_factors,
+            std::vector<float>(size_t(pairs), 2.0f));
 }
 
 TEST(GgufFile, RejectsRowLengthThatIsNotAWholeNumberOfBlocks) {

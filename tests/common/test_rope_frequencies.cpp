@@ -14,7 +14,7 @@ namespace nanoserve {
 namespace {
 
 /// Llama-3.1-8B's rope_scaling: factor 8, low 1, high 4, original context 8192.
-constexpr RopeScaling kLlama31{RopeScalingType::kLlama3, 8.0f, 1.0f, 4.0f, 8192};
+const RopeScaling kLlama31{RopeScalingType::kLlama3, 8.0f, 1.0f, 4.0f, 8192};
 
 TEST(RopeFrequencies, PlainTableIsTheOraclesPerPairFrequency) {
   const std::vector<float> f = rope_base_frequencies(128, 500000.0f);

@@ -1,6 +1,6 @@
 // Byte-level and SentencePiece-style HfBpeTokenizer against the Hugging Face `tokenizers`
 // library itself: for each family of tests/data/tokenizers/ (SmolLM2, GPT-2, Llama 3, Qwen2,
-// TinyLlama), the ids and decodings it produced on TinyStories documents and an adversarial
+// TinyLlama, and TinyLlama's vocabulary behind a Metaspace pre-tokenizer), the ids and decodings it produced on TinyStories documents and an adversarial
 // set (scripts/make_tokenizer_fixtures.mjs). NANOSERVE_TOKENIZER_CASES names another cases
 // file to check (the peer test writes fresh random ones with the live library).
 
@@ -34,7 +34,7 @@ void expect_family_matches(const std::string& family, const std::string& cases_f
   const auto tok = load_hf_tokenizer(family_dir(family) + "/tokenizer.json");
   const nlohmann::json cases = nlohmann::json::parse(testing::read_text(cases_file))["cases"];
   ASSERT_GT(cases.size(), 10u) << cases_file;
-  const bool byte_level = family != "tinyllama";
+  const bool byte_level = family != "tinyllama" && family.rfind("metaspace", 0) != 0;
   for (const auto& c : cases) {
     const std::string text = c.contains("hex") ? from_hex(c["hex"]) : c["text"].get<std::string>();
     const std::string shown = c.contains("hex") ? "hex " + c["hex"].get<std::string>() : text;
@@ -61,7 +61,30 @@ TEST_P(TokenizerFamily, LiveLibraryCasesWhenGiven) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TokenizerFamily,
-                         ::testing::Values("smollm2", "gpt2", "llama3", "qwen2", "tinyllama"));
+                         ::testing::Values("smollm2", "gpt2", "llama3", "qwen2", "tinyllama",
+                                           "metaspace_first", "metaspace_split"));
+
+// Metaspace: "first" prepends "▁" only at the start of the text, "always" also after a special
+// token; streamed decoding gives the text the whole-sequence decoder gives (the Metaspace
+// decoder drops the first token's "▁" only right after BOS).
+TEST(MetaspaceTokenizer, PrependSchemeDecidesTheSpaceAfterASpecialToken) {
+  const auto first = load_hf_tokenizer(family_dir("metaspace_first") + "/tokenizer.json");
+  const auto always = load_hf_tokenizer(family_dir("metaspace_split") + "/tokenizer.json");
+  const std::vector<int> a = first->encode("<s>Hello", false, false);
+  const std::vector<int> b = always->encode("<s>Hello", false, false);
+  ASSERT_EQ(a.front(), 1);
+  ASSERT_EQ(b.front(), 1);
+  EXPECT_NE(first->piece(a[1]).rfind("\xE2\x96\x81", 0), 0u);  // no "▁" after <s>
+  EXPECT_EQ(always->piece(b[1]).rfind("\xE2\x96\x81", 0), 0u);
+  EXPECT_EQ(first->encode("Hello", false, false), always->encode("Hello", false, false));
+  for (const auto* tok : {first.get(), always.get()}) {
+    const std::vector<int> ids = tok->encode("Once upon a time, a cat sat.", true, false);
+    std::string streamed;
+    for (size_t i = 1; i < ids.size(); ++i) streamed += tok->decode_token(ids[i - 1], ids[i]);
+    EXPECT_EQ(streamed, "Once upon a time, a cat sat.");
+    EXPECT_EQ(tok->decode(ids), streamed);
+  }
+}
 
 // A byte-level text round-trips exactly through decode even when the bytes of one character
 // are spread over several tokens; streaming decode_token returns those raw bytes.

@@ -100,7 +100,18 @@ TEST(HfTokenizerJson, RejectsUnsupportedOrInconsistentFields) {
       {"model.end_of_word_suffix", [](json& j) { j["model"]["end_of_word_suffix"] = "</w>"; }},
       {"model.ignore_merges", [](json& j) { j["model"]["ignore_merges"] = "yes"; }},
       {"model.fuse_unk", [](json& j) { j["model"]["fuse_unk"] = "yes"; }},
-      {"pre_tokenizer.type", [](json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; }},
+      {"pre_tokenizer.type", [](json& j) { j["pre_tokenizer"] = {{"type", "WhitespaceSplit"}}; }},
+      {"pre_tokenizer.replacement", [](json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; }},
+      {"pre_tokenizer.replacement", [](json& j) {
+         j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "__"}};
+       }},
+      {"pre_tokenizer.prepend_scheme", [](json& j) {
+         j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "_"}, {"prepend_scheme", "once"}};
+       }},
+      {"pre_tokenizer.pretokenizers[1]", [](json& j) {
+         j["pre_tokenizer"] = json::parse(R"({"type": "Sequence", "pretokenizers": [
+             {"type": "Digits"}, {"type": "Metaspace", "replacement": "_"}]})");
+       }},
       {"pre_tokenizer.pretokenizers[0].behavior", [](json& j) {
          j["pre_tokenizer"] = json::parse(R"({"type": "Sequence", "pretokenizers": [
              {"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Removed", "invert": false}]})");
@@ -135,6 +146,8 @@ TEST(HfTokenizerJson, RejectsUnsupportedOrInconsistentFields) {
        [](json& j) { j["normalizer"]["normalizers"][1].erase("prepend"); }},
       {"normalizer.normalizers", [](json& j) { j["normalizer"].erase("normalizers"); }},
       {"decoder.decoders[0].type",
+       [](json& j) { j["decoder"]["decoders"][0]["type"] = "WordPiece"; }},
+      {"decoder.decoders[0].replacement",
        [](json& j) { j["decoder"]["decoders"][0]["type"] = "Metaspace"; }},
       {"decoder.decoders[3].stop", [](json& j) { j["decoder"]["decoders"][3]["stop"] = 1; }},
       {"decoder.decoders[3].start", [](json& j) { j["decoder"]["decoders"][3]["start"] = -1; }},

@@ -19,10 +19,14 @@
 #include <vector>
 
 #include "common/data_path.h"
+#include "common/loaders/ggml_types.h"
+#include "common/loaders/gguf_export.h"
 #include "common/loaders/gguf_loader.h"
+#include "common/model_bundle.h"
 #include "common/oracle/forward.h"
 #include "common/oracle/kv_store.h"
 #include "common/tolerances.h"
+#include "test_support.h"
 
 namespace nanoserve {
 namespace {
@@ -115,6 +119,32 @@ TEST(PeerLlamaCpp, Stories260KGreedyTokensAndProbabilitiesMatch) {
   const std::optional<std::string> path = find_data_file("stories260K.gguf");
   if (!path) GTEST_SKIP() << "stories260K.gguf not found; set NANOSERVE_DATA";
   compare(*path, 16, {1}, tol::kPeerLlamaCppFp32Probs.atol, 16);  // a trained model: every step is decisive
+}
+
+// GGUF files written by nanoserve convert (common/loaders/gguf_export.h): llama.cpp loads them
+// and chooses the same greedy tokens as nanoserve on the same file. From the llama2.c .bin (the
+// vocabulary and weights as llama.cpp's own converter wrote stories260K.gguf) and from the
+// Hugging Face TinyStories-656K (wq/wk permuted to adjacent pairs, tokenizer.json as a "llama"
+// vocabulary), in fp32 and q8_0.
+TEST(PeerLlamaCpp, FilesWrittenByNanoserveConvertRunTheSameInLlamaCpp) {
+  NANOSERVE_REQUIRE_PEER();
+  const std::pair<const char*, int> sources[] = {{"stories260K.bin", 1}, {"tinystories-656k", 1}};
+  for (const auto& [name, bos] : sources) {
+    const std::optional<std::string> src = find_data_file(name);
+    if (!src) GTEST_SKIP() << name << " not found; set NANOSERVE_DATA";
+    const ModelBundle b = load_model_bundle(*src);
+    const GgufVocabulary v = gguf_vocabulary_of(*b.tokenizer, b.model.config.vocab_size, "", *src);
+    for (uint32_t type : {kGgmlTypeF32, kGgmlTypeQ8_0}) {
+      const std::string path = testing::write_temp_file(
+          std::string(name) + (type == kGgmlTypeF32 ? ".f32" : ".q8_0") + ".gguf",
+          export_gguf(b.model, v, type));
+      // q8_0: llama.cpp also quantizes the activations to 8 bits, the oracle does not.
+      compare(path, 16, {bos},
+              type == kGgmlTypeF32 ? tol::kPeerLlamaCppFp32Probs.atol
+                                   : tol::kPeerLlamaCppConvertedQ8Probs.atol,
+              type == kGgmlTypeF32 ? 16 : 8);
+    }
+  }
 }
 
 class PeerLlamaCppQuantized : public ::testing::TestWithParam<std::string> {};
