@@ -236,7 +236,7 @@ void dense_gemm(const char* op, const T* w, const X* x, Y* y, int m, int n, int 
 template <int kVersion, typename X, typename Y>
 void quant_gemm(const char* op, const QuantizedWeightView& w, const X* x, Y* y, int m,
                 cudaStream_t stream, Epilogue epilogue) {
-  if (check_quant_linear_args(op, w, x, y, m)) return;
+  if (check_quant_linear_args(op, w, x, y, m, sizeof(X), sizeof(Y))) return;
   run_gemm(kVersion, QuantWeights{w}, x, y, m, stream, epilogue);
 }
 

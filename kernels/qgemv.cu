@@ -87,7 +87,7 @@ void run_chunked(const QuantizedWeightView& w, const X* x, Y* y, int batch,
 template <int kVersion, typename X, typename Y>
 void quant_gemv(const char* op, const QuantizedWeightView& w, const X* x, Y* y,
                 int batch, cudaStream_t stream, Epilogue epilogue) {
-  if (check_quant_linear_args(op, w, x, y, batch)) return;
+  if (check_quant_linear_args(op, w, x, y, batch, sizeof(X), sizeof(Y))) return;
   if constexpr (kVersion <= 2) {
     gemv_detail::launch_gemv_elementwise<kVersion>(QuantWeights{w}, x, y, batch, stream,
                                                    epilogue);

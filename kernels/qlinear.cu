@@ -14,7 +14,9 @@ template <typename A, typename O>
 void launch_quant_linear(const QuantizedWeightView& w, const nondeduced_t<A>* x,
                          nondeduced_t<O>* y, int m,
                          cudaStream_t stream, Epilogue epilogue) {
-  if (check_quant_linear_args("launch_quant_linear", w, x, y, m)) return;
+  if (check_quant_linear_args("launch_quant_linear", w, x, y, m, sizeof(A), sizeof(O))) {
+    return;
+  }
   if (m <= kQuantLinearGemvMaxRows) {
     launch_qgemv<A, O>(w, x, y, m, stream, epilogue);
   } else {

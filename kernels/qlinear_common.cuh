@@ -30,6 +30,7 @@
 /// integer of at most 9 bits), so a kernel multiplies exactly the numbers that the oracle run on
 /// `QuantizedLinear::dequantize()` multiplies; only the order of the additions differs.
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -68,15 +69,15 @@ struct QuantizedWeightView {
 /// throws std::invalid_argument naming `op`, the field and its value.
 ///
 /// Checked: sizes >= 0, bits 4 or 8, group_size >= 1, non-null buffers where data is read or
-/// written, and the alignment every element access needs (fp16 arrays, x and y on 2 bytes —
-/// x and y may be fp16/bf16 activations; the typed launchers' fp32 pointers are 4-byte aligned
-/// by their type — g_idx on 4). Not checkable on the host, and so the caller's contract (QuantizedLinear::validate
+/// written, and the alignment every element access needs (fp16 arrays on 2 bytes, g_idx on 4, x
+/// and y on their element size: `x_align` / `y_align`, 4 for fp32, 2 for fp16/bf16). Not checkable on the host, and so the caller's contract (QuantizedLinear::validate
 /// checks it when a model is loaded): g_idx entries in [0, groups()), zero points in the code
 /// range. `batch == 0` or `rows == 0` is a valid empty launch; `cols == 0` is an empty sum
 /// (Y = 0, or Y unchanged when accumulating).
 /// \return true when there is nothing to launch
 inline bool check_quant_linear_args(const char* op, const QuantizedWeightView& w, const void* x,
-                                    const void* y, int batch) {
+                                    const void* y, int batch, std::size_t x_align = 4,
+                                    std::size_t y_align = 4) {
   const auto fail = [op](const std::string& what) {
     throw std::invalid_argument(std::string(op) + ": " + what);
   };
@@ -93,7 +94,7 @@ inline bool check_quant_linear_args(const char* op, const QuantizedWeightView& w
   if (w.cols < 0) fail("cols = " + std::to_string(w.cols) + " must be >= 0");
   if (batch == 0 || w.rows == 0) return true;
   if (y == nullptr) fail("y is null");
-  if (misaligned(y, 2)) fail("y is not 2-byte aligned");
+  if (misaligned(y, y_align)) fail("y is not " + std::to_string(y_align) + "-byte aligned");
   if (w.cols == 0) return false;
   if (w.qweight == nullptr) fail("qweight is null");
   if (w.scales == nullptr) fail("scales is null");
@@ -101,7 +102,7 @@ inline bool check_quant_linear_args(const char* op, const QuantizedWeightView& w
   if (misaligned(w.scales, 2)) fail("scales is not 2-byte aligned");
   if (misaligned(w.zeros, 2)) fail("zeros is not 2-byte aligned");
   if (misaligned(w.g_idx, 4)) fail("g_idx is not 4-byte aligned");
-  if (misaligned(x, 2)) fail("x is not 2-byte aligned");
+  if (misaligned(x, x_align)) fail("x is not " + std::to_string(x_align) + "-byte aligned");
   return false;
 }
 
