@@ -46,6 +46,25 @@ class ActivationDtype : public testing::DeviceTest {};
 using HalfTypes = ::testing::Types<__half, __nv_bfloat16>;
 TYPED_TEST_SUITE(ActivationDtype, HalfTypes, testing::StorageTypeNames);
 
+// The tolerance can fail: a store that truncates (rounds toward zero) instead of rounding to
+// nearest breaks it, so every test below would catch a kernel that did.
+TYPED_TEST(ActivationDtype, StoreToleranceRejectsATruncatingStore) {
+  using A = TypeParam;
+  const std::vector<float> exact = random_values(39, 0, 4096, 4.0f);
+  std::vector<float> nearest(exact.size()), truncated(exact.size());
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    nearest[i] = to_float(from_float<A>(exact[i]));
+    if constexpr (dtype_of<A>() == DType::kF16) {
+      truncated[i] = to_float(__float2half_rz(exact[i]));
+    } else {
+      truncated[i] = to_float(__float2bfloat16_rz(exact[i]));
+    }
+  }
+  EXPECT_TRUE(allclose(nearest, exact, store_tolerance<A>()).ok);
+  const CloseResult r = allclose(truncated, exact, store_tolerance<A>());
+  EXPECT_FALSE(r.ok) << "a truncating store passes: " << r.summary();
+}
+
 TYPED_TEST(ActivationDtype, EmbeddingRoundsTheTableRowOnce) {
   using A = TypeParam;
   constexpr int kVocab = 7, kDim = 33;
