@@ -74,7 +74,8 @@ TEST_P(Ch01ActivationDtype, LogitsWithinToleranceAndGreedyTokensTieAware) {
   const GenerateResult r = greedy(rec, prompt, p.steps);
   ASSERT_EQ(r.generated(), p.steps);
 
-  oracle::OracleDecoder oracle(round_weights(b.model, p.weights));
+  const Model rounded = round_weights(b.model, p.weights);  // the decoder keeps a reference
+  oracle::OracleDecoder oracle(rounded);
   const std::vector<int> fed(r.tokens.begin(), r.tokens.end() - 1);
   const StepLogits want = replay(oracle, fed, r.prompt_tokens);
   ASSERT_EQ(rec.logits().size(), want.size());
@@ -126,7 +127,8 @@ TEST(Ch01ActivationDtype, Fp32ActivationsOverFp16WeightsKeepTheWeightOnlyToleran
   NaiveDecoder naive(device, CacheMode::kNaiveCache, 0, DType::kF32, DType::kF16);
   RecordingDecoder rec(naive);
   const GenerateResult r = greedy(rec, {1, 5, 9}, 6);
-  oracle::OracleDecoder oracle(round_weights(b.model, DType::kF16));
+  const Model rounded = round_weights(b.model, DType::kF16);  // the decoder keeps a reference
+  oracle::OracleDecoder oracle(rounded);
   const StepLogits want =
       replay(oracle, std::vector<int>(r.tokens.begin(), r.tokens.end() - 1), r.prompt_tokens);
   for (std::size_t i = 0; i < want.size(); ++i) {
