@@ -97,6 +97,40 @@ inline constexpr Tolerance kKernelForwardFp16{5e-2, 5e-3};
 /// scale and is still far below the O(1) shift of a real bug.
 inline constexpr Tolerance kKernelForwardBf16{3e-1, 2e-2};
 
+/// \brief A kernel that stores its result in fp16 activations against the oracle's fp32 result
+/// on the same (rounded) inputs. The kernel computes in fp32 and rounds once on store: at most
+/// half an ulp, i.e. 2^-11 ≈ 4.9e-4 of the value (an 11-bit significand), plus the reordered-sum
+/// error of kKernelVsOracle (1e-5 absolute, ~1e-5 relative). rtol 5.1e-4 is that bound with
+/// 4% to spare — a store that truncates instead (up to a whole ulp, 2^-10) or rounds twice
+/// breaks it on about half of the elements; atol 1e-5 covers values near zero (fp16's
+/// subnormal spacing is 6e-8).
+inline constexpr Tolerance kKernelStoreFp16{1e-5, 5.1e-4};
+
+/// \brief As kKernelStoreFp16 for bf16 activations: 8 significant bits, so one rounding is at
+/// most 2^-8 ≈ 3.9e-3 of the value; rtol 4.0e-3 is that bound with 2.5% to spare, and a
+/// truncating (up to 2^-7) store fails it.
+inline constexpr Tolerance kKernelStoreBf16{1e-5, 4.0e-3};
+
+/// \brief Logits of the whole kernel forward with fp16 weights, fp16 activations and an fp16
+/// KV cache against the oracle run on the same fp16-rounded weights (engine::round_weights),
+/// which keeps every activation in fp32. Every kernel output between two kernels is now
+/// rounded to 11 bits (relative error up to 2^-11), the residual stream included — a residual
+/// add rounds the sum, so over L layers the stream carries ~2L roundings — and the classifier
+/// spreads the last rounding of xn over the logits at about 2^-11 × sqrt(dim) × max|w| ×
+/// max|xn|. Measured (test_runner_activation_dtype prints it): max |Δlogit| 0.018 on
+/// stories260K over 12 greedy steps (logits up to ~20), 0.0036 on synthetic:tiny, 0.079 with a
+/// bf16 cache under fp16 activations. atol 0.08 (rtol 1e-2) keeps a margin of ~4 for fp16
+/// throughout and stays
+/// far below the O(1) shift of a real bug (a wrong position, head, layer or a missing rounding
+/// of the wrong kind does not hide in it: the kernel tests check the rounding itself).
+inline constexpr Tolerance kKernelForwardActFp16{8e-2, 1e-2};
+
+/// \brief As kKernelForwardActFp16 with bf16 weights, activations and KV: 8 significant bits,
+/// 8× fp16's rounding per step. Measured: max |Δlogit| 0.133 on stories260K, 0.032 on
+/// synthetic:tiny; atol 0.6 (rtol 5e-2) keeps a margin of ~4.5, still below the O(1) shift of
+/// a real bug.
+inline constexpr Tolerance kKernelForwardActBf16{6e-1, 5e-2};
+
 /// \brief Next-token probabilities of the oracle against llama.cpp (tests/peer/) on an fp32
 /// GGUF with an F32 KV cache: both compute in fp32 and differ only in summation order.
 /// Measured on stories260K over 16 greedy steps: max |Δp| = 2.0e-6; atol 1e-4 leaves a margin

@@ -24,6 +24,7 @@
 #include <cstddef>
 
 #include "kernels/cuda_compat.h"
+#include "kernels/dtype.cuh"
 
 namespace nanoserve {
 
@@ -80,14 +81,15 @@ std::size_t attention_decode_workspace_floats(int batch, int n_heads, int head_d
 /// Lengths are device data, so the kernel cannot throw: a length above `max_seq_len` is clamped
 /// to it, and a sequence of length <= 0 gets a zero output.
 /// \tparam T storage type of the cache: float, __half or __nv_bfloat16
-/// \param q              (batch, n_heads, head_dim) fp32 queries, RoPE applied
+/// \tparam A storage type of q and out (activations): float, __half or __nv_bfloat16
+/// \param q              (batch, n_heads, head_dim) queries in the activation type A, RoPE applied
 /// \param k_cache        (batch, max_seq_len, n_kv_heads, head_dim) keys
 /// \param v_cache        (batch, max_seq_len, n_kv_heads, head_dim) values
 /// \param lens           (batch) keys per sequence, device memory
 /// \param batch          number of sequences, <= 65535 (0 launches nothing)
 /// \param max_seq_len    cache rows per sequence (>= 1)
 /// \param heads          head counts and width
-/// \param out            (batch, n_heads, head_dim) fp32
+/// \param out            (batch, n_heads, head_dim) in A (rounded once)
 /// \param workspace      split-K scratch for version 2 (see
 ///                       attention_decode_workspace_floats); ignored by version 1
 /// \param stream         CUDA stream
@@ -96,9 +98,11 @@ std::size_t attention_decode_workspace_floats(int batch, int n_heads, int head_d
 /// \throws std::invalid_argument for bad sizes, n_heads not a multiple of n_kv_heads, a head
 ///         width version 2 cannot load, a too small workspace, or a cache too long for
 ///         version 1's shared memory
-template <typename T>
-void launch_attention_decode(const float* q, const T* k_cache, const T* v_cache, const int* lens,
-                             int batch, int max_seq_len, const AttentionHeads& heads, float* out,
+template <typename T, typename A = float>
+void launch_attention_decode(const nondeduced_t<A>* q, const T* k_cache, const T* v_cache,
+                             const int* lens,
+                             int batch, int max_seq_len, const AttentionHeads& heads,
+                             nondeduced_t<A>* out,
                              DecodeWorkspace workspace, cudaStream_t stream, int version = 0,
                              int keys_per_split = kAttentionDecodeKeysPerSplit);
 /// @}
@@ -119,22 +123,24 @@ inline constexpr int kAttentionPrefillVersions = 2;
 /// score matrix is ever stored; the rows of a block are (position, query head) pairs of one
 /// GQA group, so each K/V tile serves the whole group. 0 picks 2.
 /// \tparam T storage type of the cache: float, __half or __nv_bfloat16
-/// \param q           (n_queries, n_heads, head_dim) fp32 queries, RoPE applied
+/// \tparam A storage type of q and out (activations): float, __half or __nv_bfloat16
+/// \param q           (n_queries, n_heads, head_dim) queries in the activation type A, RoPE applied
 /// \param k_cache     (max_seq_len, n_kv_heads, head_dim) keys of this sequence
 /// \param v_cache     (max_seq_len, n_kv_heads, head_dim) values of this sequence
 /// \param n_queries   number of new positions (0 launches nothing)
 /// \param start       position of the first query (>= 0); `start + n_queries <= max_seq_len`
 /// \param max_seq_len cache rows (>= 1)
 /// \param heads       head counts and width
-/// \param out         (n_queries, n_heads, head_dim) fp32
+/// \param out         (n_queries, n_heads, head_dim) in A (rounded once)
 /// \param stream      CUDA stream
 /// \param version     0 (auto) or 1..kAttentionPrefillVersions
 /// \throws std::invalid_argument for bad sizes or positions, n_heads not a multiple of
 ///         n_kv_heads, or a sequence too long for version 1's shared memory
-template <typename T>
-void launch_attention_prefill(const float* q, const T* k_cache, const T* v_cache, int n_queries,
+template <typename T, typename A = float>
+void launch_attention_prefill(const nondeduced_t<A>* q, const T* k_cache, const T* v_cache,
+                              int n_queries,
                               int start, int max_seq_len, const AttentionHeads& heads,
-                              float* out, cudaStream_t stream, int version = 0);
+                              nondeduced_t<A>* out, cudaStream_t stream, int version = 0);
 /// @}
 
 }  // namespace nanoserve

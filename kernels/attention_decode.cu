@@ -67,11 +67,11 @@ constexpr int kMaxQLen = 64;         // queries per sequence (speculative γ + 1
 // The rows of a (sequence, KV head) are r = i * group + hh (query i, head g * group + hh),
 // cut into chunks of kMaxRows. grid (num_splits, n_kv_heads * row_chunks, batch),
 // block (kDecodeWarps * 32), dynamic smem kDecodeWarps * kMaxRows * (head_dim + 2) floats.
-template <typename T, typename KV, int kMaxRows>
+template <typename T, typename A, typename KV, int kMaxRows>
 __global__ void attention_decode_kernel_v02(
-    const float* __restrict__ q, const T* __restrict__ k_cache, const T* __restrict__ v_cache,
+    const A* __restrict__ q, const T* __restrict__ k_cache, const T* __restrict__ v_cache,
     KV kv, FixedQueries queries, int n_heads, int n_kv_heads, int head_dim, int lanes_per_key,
-    int keys_per_split, float scale, float* __restrict__ out, float* __restrict__ part_o,
+    int keys_per_split, float scale, A* __restrict__ out, float* __restrict__ part_o,
     float* __restrict__ part_ml) {
   constexpr int kVec = kVec16<T>;                  // elements per 16-byte load
   constexpr int kVecsPerLane = kLaneElems / kVec;  // 1 (fp16/bf16) or 2 (fp32)
@@ -97,7 +97,7 @@ __global__ void attention_decode_kernel_v02(
   if (key_begin >= key_end) {  // whole block: no visible key (or a chunk past the end)
     if (num_splits == 1) {
       for (int idx = threadIdx.x; idx < n_r * head_dim; idx += blockDim.x) {
-        out[out_index(idx / head_dim) * head_dim + idx % head_dim] = 0.0f;
+        out[out_index(idx / head_dim) * head_dim + idx % head_dim] = from_float<A>(0.0f);
       }
     }
     return;  // the combine kernel skips chunks past a row's position
@@ -121,13 +121,13 @@ __global__ void attention_decode_kernel_v02(
     pos[rr] = row_ok ? first_pos + (r0 + rr) / group : -1;
     m[rr] = -INFINITY;
     l[rr] = 0.0f;
-    const float* q_row = q + (row_ok ? out_index(rr) : 0) * head_dim;  // (head_dim)
+    const A* q_row = q + (row_ok ? out_index(rr) : 0) * head_dim;  // (head_dim)
     NS_UNROLL
     for (int i = 0; i < kVecsPerLane; ++i) {
       const int vi = sub + i * L;
       NS_UNROLL
       for (int e = 0; e < kVec; ++e) {
-        q_r[rr][i * kVec + e] = row_ok && vi < n_vec ? q_row[vi * kVec + e] : 0.0f;
+        q_r[rr][i * kVec + e] = row_ok && vi < n_vec ? to_float(q_row[vi * kVec + e]) : 0.0f;
         acc[rr][i * kVec + e] = 0.0f;
       }
     }
@@ -219,7 +219,7 @@ __global__ void attention_decode_kernel_v02(
                                            l_all);
     const std::int64_t row = out_index(rr);
     if (num_splits == 1) {
-      out[row * head_dim + e] = l_all == 0.0f ? 0.0f : o / l_all;  // 0: position < 0
+      out[row * head_dim + e] = from_float<A>(l_all == 0.0f ? 0.0f : o / l_all);  // 0: pos < 0
     } else {
       const std::int64_t part = row * num_splits + split;  // (batch, q_len, n_heads, splits)
       part_o[part * head_dim + e] = o;
@@ -235,11 +235,12 @@ __global__ void attention_decode_kernel_v02(
 // hold its keys (online_softmax.cuh). part_o (batch, q_len, n_heads, num_splits, head_dim),
 // part_ml (batch, q_len, n_heads, num_splits, 2), out (batch, q_len, n_heads, head_dim);
 // grid (q_len * n_heads, batch), block (128)
+template <typename A>
 __global__ void attention_decode_combine_kernel(const float* __restrict__ part_o,
                                                 const float* __restrict__ part_ml,
                                                 FixedQueries queries, int n_heads, int head_dim,
                                                 int num_splits, int keys_per_split,
-                                                float* __restrict__ out) {
+                                                A* __restrict__ out) {
   const int b = blockIdx.y, i = blockIdx.x / n_heads;
   const int pos = queries.seq(b).start + i;
   const int active = pos < 0 ? 0 : pos / keys_per_split + 1;
@@ -274,10 +275,10 @@ std::size_t decode_workspace_floats(const char* op, int batch, int q_len, int n_
   return static_cast<std::size_t>(batch) * q_len * n_heads * splits * (head_dim + 2);
 }
 
-template <typename T, typename KV, int kMaxRows>
-void launch_decode_v02(const float* q, const T* k_cache, const T* v_cache, const KV& kv,
+template <typename T, typename A, typename KV, int kMaxRows>
+void launch_decode_v02(const A* q, const T* k_cache, const T* v_cache, const KV& kv,
                        const FixedQueries& queries, int batch, const AttentionHeads& heads,
-                       float* out, int num_splits, int keys_per_split, float* part_o,
+                       A* out, int num_splits, int keys_per_split, float* part_o,
                        float* part_ml, cudaStream_t stream) {
   const int group = heads.n_heads / heads.n_kv_heads;
   const int row_chunks = (queries.q_len * group + kMaxRows - 1) / kMaxRows;
@@ -285,13 +286,13 @@ void launch_decode_v02(const float* q, const T* k_cache, const T* v_cache, const
   const std::size_t smem =
       static_cast<std::size_t>(kDecodeWarps) * kMaxRows * (heads.head_dim + 2) * sizeof(float);
   const float scale = 1.0f / std::sqrt(static_cast<float>(heads.head_dim));
-  launch(attention_decode_kernel_v02<T, KV, kMaxRows>,
+  launch(attention_decode_kernel_v02<T, A, KV, kMaxRows>,
          dim3(num_splits, heads.n_kv_heads * row_chunks, batch), dim3(kDecodeWarps * 32), smem,
          stream, q, k_cache, v_cache, kv, queries, heads.n_heads, heads.n_kv_heads,
          heads.head_dim, lanes_per_key, num_splits == 1 ? kv.max_context() : keys_per_split,
          scale, out, part_o, part_ml);
   if (num_splits > 1) {
-    launch(attention_decode_combine_kernel, dim3(queries.q_len * heads.n_heads, batch),
+    launch(attention_decode_combine_kernel<A>, dim3(queries.q_len * heads.n_heads, batch),
            dim3(128), 0, stream, part_o, part_ml, queries, heads.n_heads, heads.head_dim,
            num_splits, keys_per_split, out);
   }
@@ -299,9 +300,9 @@ void launch_decode_v02(const float* q, const T* k_cache, const T* v_cache, const
 
 // Version dispatch for either layout (the public launchers checked the layout's arguments).
 // `split_unit` is what keys_per_split must be a multiple of: the block size of a paged pool.
-template <typename T, typename KV>
-void run_decode(const char* op, const float* q, const T* k_cache, const T* v_cache, const KV& kv,
-                const FixedQueries& queries, int batch, const AttentionHeads& heads, float* out,
+template <typename T, typename A, typename KV>
+void run_decode(const char* op, const A* q, const T* k_cache, const T* v_cache, const KV& kv,
+                const FixedQueries& queries, int batch, const AttentionHeads& heads, A* out,
                 DecodeWorkspace workspace, cudaStream_t stream, int version, int keys_per_split,
                 int split_unit) {
   kargs::require_at_least(op, "keys_per_split", keys_per_split, 1);
@@ -343,7 +344,7 @@ void run_decode(const char* op, const float* q, const T* k_cache, const T* v_cac
                                    num_splits * heads.head_dim;  // (…, num_splits, 2)
   }
   const auto run = [&](auto max_rows) {
-    launch_decode_v02<T, KV, decltype(max_rows)::value>(q, k_cache, v_cache, kv, queries, batch,
+    launch_decode_v02<T, A, KV, decltype(max_rows)::value>(q, k_cache, v_cache, kv, queries, batch,
                                                         heads, out, num_splits, keys_per_split,
                                                         part_o, part_ml, stream);
   };
@@ -375,9 +376,11 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
                                  head_dim, max_context, keys_per_split);
 }
 
-template <typename T>
-void launch_attention_decode(const float* q, const T* k_cache, const T* v_cache, const int* lens,
-                             int batch, int max_seq_len, const AttentionHeads& heads, float* out,
+template <typename T, typename A>
+void launch_attention_decode(const nondeduced_t<A>* q, const T* k_cache, const T* v_cache,
+                             const int* lens,
+                             int batch, int max_seq_len, const AttentionHeads& heads,
+                             nondeduced_t<A>* out,
                              DecodeWorkspace workspace, cudaStream_t stream, int version,
                              int keys_per_split) {
   constexpr const char* kOp = "launch_attention_decode";
@@ -391,10 +394,10 @@ void launch_attention_decode(const float* q, const T* k_cache, const T* v_cache,
              keys_per_split, 1);
 }
 
-template <typename T>
-void launch_paged_attention_decode(const float* q, const PagedKVView<T>& kv,
+template <typename T, typename A>
+void launch_paged_attention_decode(const nondeduced_t<A>* q, const PagedKVView<T>& kv,
                                    const DeviceBlockTables& tables, int q_len,
-                                   const AttentionHeads& heads, float* out,
+                                   const AttentionHeads& heads, nondeduced_t<A>* out,
                                    DecodeWorkspace workspace, cudaStream_t stream, int version,
                                    int keys_per_split) {
   constexpr const char* kOp = "launch_paged_attention_decode";
@@ -408,16 +411,14 @@ void launch_paged_attention_decode(const float* q, const PagedKVView<T>& kv,
              heads, out, workspace, stream, version, keys_per_split, kv.block_size);
 }
 
-#define NANOSERVE_INSTANTIATE_DECODE(T)                                                           \
-  template void launch_attention_decode<T>(const float*, const T*, const T*, const int*, int, int, \
-                                           const AttentionHeads&, float*, DecodeWorkspace,        \
-                                           cudaStream_t, int, int);                               \
-  template void launch_paged_attention_decode<T>(                                                 \
-      const float*, const PagedKVView<T>&, const DeviceBlockTables&, int, const AttentionHeads&,  \
-      float*, DecodeWorkspace, cudaStream_t, int, int);
-NANOSERVE_INSTANTIATE_DECODE(float)
-NANOSERVE_INSTANTIATE_DECODE(__half)
-NANOSERVE_INSTANTIATE_DECODE(__nv_bfloat16)
+#define NANOSERVE_INSTANTIATE_DECODE(T, A)                                                   \
+  template void launch_attention_decode<T, A>(const A*, const T*, const T*, const int*, int, int, \
+                                              const AttentionHeads&, A*, DecodeWorkspace,        \
+                                              cudaStream_t, int, int);                           \
+  template void launch_paged_attention_decode<T, A>(                                             \
+      const A*, const PagedKVView<T>&, const DeviceBlockTables&, int, const AttentionHeads&, A*, \
+      DecodeWorkspace, cudaStream_t, int, int);
+NANOSERVE_FOR_EACH_STORAGE_PAIR(NANOSERVE_INSTANTIATE_DECODE)
 #undef NANOSERVE_INSTANTIATE_DECODE
 
 }  // namespace nanoserve

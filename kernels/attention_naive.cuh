@@ -37,11 +37,11 @@ inline std::size_t naive_attention_smem_bytes(int head_dim, int max_keys) {
 /// q, out (rows, n_heads, head_dim) packed as `queries` says; k_cache, v_cache addressed by
 /// `kv`; grid (max queries per sequence, n_heads, batch), block (kNaiveAttentionBlock),
 /// dynamic smem (head_dim + max keys) floats.
-template <typename T, typename KV, typename Queries>
-__global__ void attention_kernel_v01(const float* __restrict__ q, const T* __restrict__ k_cache,
+template <typename T, typename A, typename KV, typename Queries>
+__global__ void attention_kernel_v01(const A* __restrict__ q, const T* __restrict__ k_cache,
                                      const T* __restrict__ v_cache, KV kv, Queries queries,
                                      int n_heads, int n_kv_heads, int head_dim, float scale,
-                                     float* __restrict__ out) {
+                                     A* __restrict__ out) {
   NS_DYNAMIC_SHARED(float, smem);
   __shared__ float scratch[32];
   const int t = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
@@ -49,9 +49,9 @@ __global__ void attention_kernel_v01(const float* __restrict__ q, const T* __res
   if (t >= sq.n_q) return;  // whole block: past this sequence's queries
   const int n_keys = max(sq.start + t + 1, 0);  // keys 0 .. position (causal)
   const std::int64_t q_off = (static_cast<std::int64_t>(sq.q_begin + t) * n_heads + h) * head_dim;
-  float* out_row = out + q_off;  // (head_dim)
+  A* out_row = out + q_off;  // (head_dim)
   if (n_keys == 0) {  // uniform across the block: the early return is whole-block
-    for (int e = threadIdx.x; e < head_dim; e += blockDim.x) out_row[e] = 0.0f;
+    for (int e = threadIdx.x; e < head_dim; e += blockDim.x) out_row[e] = from_float<A>(0.0f);
     return;
   }
   const typename KV::Seq seq = kv.seq(b);
@@ -60,7 +60,7 @@ __global__ void attention_kernel_v01(const float* __restrict__ q, const T* __res
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
   float* q_s = smem;                // (head_dim)
   float* scores = smem + head_dim;  // (n_keys) scores, then unnormalised probabilities
-  for (int e = threadIdx.x; e < head_dim; e += blockDim.x) q_s[e] = q[q_off + e];
+  for (int e = threadIdx.x; e < head_dim; e += blockDim.x) q_s[e] = to_float(q[q_off + e]);
   __syncthreads();
 
   // BEGIN EXERCISE ch01.2 "The naive attention loop: scores, softmax, weighted sum of V" points=20 minutes=45
@@ -70,7 +70,9 @@ __global__ void attention_kernel_v01(const float* __restrict__ q, const T* __res
   // HINT: in place and block_sum them; (3) out_row[e] = sum_j p_j v_j[e] / sum.
   // STUB: (void)seq; (void)kv_stride; (void)head_off; (void)lane; (void)warp; (void)n_warps;
   // STUB: (void)scores; (void)scale; (void)k_cache; (void)v_cache; (void)scratch;
-  // STUB: for (int e = threadIdx.x; e < head_dim; e += blockDim.x) out_row[e] = 0.0f;
+  // STUB: for (int e = threadIdx.x; e < head_dim; e += blockDim.x) {
+  // STUB:   out_row[e] = from_float<A>(0.0f);
+  // STUB: }
   // 1. scores: a warp per key, lanes across head_dim (coalesced reads of the key row).
   for (int j = warp; j < n_keys; j += n_warps) {
     const std::int64_t row = seq.row(j);
@@ -104,7 +106,7 @@ __global__ void attention_kernel_v01(const float* __restrict__ q, const T* __res
       const std::int64_t row = seq.row(j);
       acc += row >= 0 ? scores[j] * to_float(v_cache[row * kv_stride + head_off + e]) : NAN;
     }
-    out_row[e] = acc / sum;
+    out_row[e] = from_float<A>(acc / sum);
   }
   // END EXERCISE
 }
@@ -112,10 +114,10 @@ __global__ void attention_kernel_v01(const float* __restrict__ q, const T* __res
 /// \brief Launches v01 for `batch` sequences of at most `max_q_len` queries each whose contexts
 /// hold at most `max_keys` keys, on `stream`; throws std::invalid_argument (naming `op`) when
 /// the scores do not fit in 48 KiB of shared memory.
-template <typename T, typename KV, typename Queries>
-void launch_attention_v01(const char* op, const float* q, const T* k_cache, const T* v_cache,
+template <typename T, typename A, typename KV, typename Queries>
+void launch_attention_v01(const char* op, const A* q, const T* k_cache, const T* v_cache,
                           const KV& kv, const Queries& queries, int batch, int max_q_len,
-                          int max_keys, const AttentionHeads& heads, float* out,
+                          int max_keys, const AttentionHeads& heads, A* out,
                           cudaStream_t stream) {
   const std::size_t smem = naive_attention_smem_bytes(heads.head_dim, max_keys);
   kargs::require(smem <= 48 * 1024, op,
@@ -124,7 +126,7 @@ void launch_attention_v01(const char* op, const float* q, const T* k_cache, cons
                      " bytes > 48 KiB); use version 2");
   kargs::require(heads.n_heads <= 65535, op, "n_heads must be <= 65535 (a grid y dimension)");
   const float scale = 1.0f / std::sqrt(static_cast<float>(heads.head_dim));
-  launch(attention_kernel_v01<T, KV, Queries>, dim3(max_q_len, heads.n_heads, batch),
+  launch(attention_kernel_v01<T, A, KV, Queries>, dim3(max_q_len, heads.n_heads, batch),
          dim3(kNaiveAttentionBlock), smem, stream, q, k_cache, v_cache, kv, queries, heads.n_heads,
          heads.n_kv_heads, heads.head_dim, scale, out);
 }

@@ -85,12 +85,13 @@ __device__ __forceinline__ void load_kv_tile(const T* __restrict__ cache,
 // q, out (rows, n_heads, head_dim) packed as `queries` says; k_cache, v_cache addressed by
 // `kv`; grid (ceil(max_q_len * group / Br), n_kv_heads, batch), block (kPrefillWarps * 32),
 // dynamic smem (Br * head_dim + kBc * head_dim + Br * kBc) floats.
-template <typename T, typename KV, typename Queries, int kRowsPerWarp, int kDimsPerLane>
-__global__ void attention_prefill_kernel_v02(const float* __restrict__ q,
+template <typename T, typename A, typename KV, typename Queries, int kRowsPerWarp,
+          int kDimsPerLane>
+__global__ void attention_prefill_kernel_v02(const A* __restrict__ q,
                                              const T* __restrict__ k_cache,
                                              const T* __restrict__ v_cache, KV kv,
                                              Queries queries, int n_heads, int n_kv_heads,
-                                             int head_dim, float scale, float* __restrict__ out) {
+                                             int head_dim, float scale, A* __restrict__ out) {
   constexpr int kBr = kPrefillWarps * kRowsPerWarp;
   NS_DYNAMIC_SHARED(float, smem);
   float* q_tile = smem;                      // (Br, head_dim)   Q_i
@@ -114,7 +115,7 @@ __global__ void attention_prefill_kernel_v02(const float* __restrict__ q,
   // Q_i, zero rows past the end.
   for (int idx = threadIdx.x; idx < kBr * head_dim; idx += blockDim.x) {
     const int row = row0 + idx / head_dim, e = idx % head_dim;
-    q_tile[idx] = row < n_rows ? q[q_index(row) * head_dim + e] : 0.0f;
+    q_tile[idx] = row < n_rows ? to_float(q[q_index(row) * head_dim + e]) : 0.0f;
   }
 
   // Per row of this warp: its position (-1 past the end: nothing visible), m, l, O.
@@ -203,11 +204,11 @@ __global__ void attention_prefill_kernel_v02(const float* __restrict__ q,
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int row = row0 + warp * kRowsPerWarp + r;
     if (row >= n_rows) continue;
-    float* out_row = out + q_index(row) * head_dim;
+    A* out_row = out + q_index(row) * head_dim;
     NS_UNROLL
     for (int d = 0; d < kDimsPerLane; ++d) {
       const int e = lane + 32 * d;
-      if (e < head_dim) out_row[e] = l[r] == 0.0f ? 0.0f : o[r][d] / l[r];
+      if (e < head_dim) out_row[e] = from_float<A>(l[r] == 0.0f ? 0.0f : o[r][d] / l[r]);
     }
   }
 }
@@ -215,17 +216,18 @@ __global__ void attention_prefill_kernel_v02(const float* __restrict__ q,
 // ---------------------------------------------------------------------------------------------
 // launchers
 
-template <typename T, typename KV, typename Queries, int kRowsPerWarp, int kDimsPerLane>
-void launch_prefill_v02(const float* q, const T* k_cache, const T* v_cache, const KV& kv,
+template <typename T, typename A, typename KV, typename Queries, int kRowsPerWarp,
+          int kDimsPerLane>
+void launch_prefill_v02(const A* q, const T* k_cache, const T* v_cache, const KV& kv,
                         const Queries& queries, int batch, int max_q_len,
-                        const AttentionHeads& heads, float* out, cudaStream_t stream) {
+                        const AttentionHeads& heads, A* out, cudaStream_t stream) {
   constexpr int kBr = kPrefillWarps * kRowsPerWarp;
   const int group = heads.n_heads / heads.n_kv_heads;
   const std::size_t smem =
       (static_cast<std::size_t>(kBr + kBc) * heads.head_dim + kBr * kBc) * sizeof(float);
   const float scale = 1.0f / std::sqrt(static_cast<float>(heads.head_dim));
   const unsigned row_tiles = kargs::blocks_for(static_cast<std::int64_t>(max_q_len) * group, kBr);
-  launch(attention_prefill_kernel_v02<T, KV, Queries, kRowsPerWarp, kDimsPerLane>,
+  launch(attention_prefill_kernel_v02<T, A, KV, Queries, kRowsPerWarp, kDimsPerLane>,
          dim3(row_tiles, heads.n_kv_heads, batch), dim3(kPrefillWarps * 32), smem, stream, q,
          k_cache, v_cache, kv, queries, heads.n_heads, heads.n_kv_heads, heads.head_dim, scale,
          out);
@@ -233,10 +235,10 @@ void launch_prefill_v02(const float* q, const T* k_cache, const T* v_cache, cons
 
 // Version dispatch for either layout (the public launchers checked the layout's arguments):
 // `batch` sequences of at most `max_q_len` new tokens, contexts of at most `max_keys` keys.
-template <typename T, typename KV, typename Queries>
-void run_prefill(const char* op, const float* q, const T* k_cache, const T* v_cache,
+template <typename T, typename A, typename KV, typename Queries>
+void run_prefill(const char* op, const A* q, const T* k_cache, const T* v_cache,
                  const KV& kv, const Queries& queries, int batch, int max_q_len, int max_keys,
-                 const AttentionHeads& heads, float* out, cudaStream_t stream, int version) {
+                 const AttentionHeads& heads, A* out, cudaStream_t stream, int version) {
   kargs::require(heads.n_kv_heads <= 65535, op,
                  "n_kv_heads = " + std::to_string(heads.n_kv_heads) +
                      " must be <= 65535 (a grid y dimension)");
@@ -248,11 +250,11 @@ void run_prefill(const char* op, const float* q, const T* k_cache, const T* v_ca
                          out, stream);
   } else if (heads.head_dim <= 128) {
     // Br = 16 rows: (16 + 32) * 128 + 16 * 32 floats = 26 KiB of shared memory at head_dim 128.
-    launch_prefill_v02<T, KV, Queries, 4, 4>(q, k_cache, v_cache, kv, queries, batch, max_q_len,
+    launch_prefill_v02<T, A, KV, Queries, 4, 4>(q, k_cache, v_cache, kv, queries, batch, max_q_len,
                                              heads, out, stream);
   } else {
     // Br = 8 rows keeps head_dim 256 at (8 + 32) * 256 + 8 * 32 floats = 41 KiB.
-    launch_prefill_v02<T, KV, Queries, 2, 8>(q, k_cache, v_cache, kv, queries, batch, max_q_len,
+    launch_prefill_v02<T, A, KV, Queries, 2, 8>(q, k_cache, v_cache, kv, queries, batch, max_q_len,
                                              heads, out, stream);
   }
 }
@@ -262,10 +264,12 @@ void run_prefill(const char* op, const float* q, const T* k_cache, const T* v_ca
 // ---------------------------------------------------------------------------------------------
 // dispatch: the two layouts
 
-template <typename T>
-void launch_attention_prefill(const float* q, const T* k_cache, const T* v_cache, int n_queries,
+template <typename T, typename A>
+void launch_attention_prefill(const nondeduced_t<A>* q, const T* k_cache, const T* v_cache,
+                              int n_queries,
                               int start, int max_seq_len, const AttentionHeads& heads,
-                              float* out, cudaStream_t stream, int version) {
+                              nondeduced_t<A>* out,
+                              cudaStream_t stream, int version) {
   constexpr const char* kOp = "launch_attention_prefill";
   kargs::require_at_least(kOp, "n_queries", n_queries, 0);
   kargs::require_at_least(kOp, "start", start, 0);
@@ -278,11 +282,11 @@ void launch_attention_prefill(const float* q, const T* k_cache, const T* v_cache
               1, n_queries, start + n_queries, heads, out, stream, version);
 }
 
-template <typename T>
-void launch_paged_attention_prefill(const float* q, const int* cu_seqlens_q, int total_q,
+template <typename T, typename A>
+void launch_paged_attention_prefill(const nondeduced_t<A>* q, const int* cu_seqlens_q, int total_q,
                                     int max_q_len, const PagedKVView<T>& kv,
                                     const DeviceBlockTables& tables, const AttentionHeads& heads,
-                                    float* out, cudaStream_t stream, int version) {
+                                    nondeduced_t<A>* out, cudaStream_t stream, int version) {
   constexpr const char* kOp = "launch_paged_attention_prefill";
   check_paged_args(kOp, kv, tables, heads);
   kargs::require_at_least(kOp, "total_q", total_q, 0);
@@ -294,15 +298,13 @@ void launch_paged_attention_prefill(const float* q, const int* cu_seqlens_q, int
               max_q_len, addressing.max_context(), heads, out, stream, version);
 }
 
-#define NANOSERVE_INSTANTIATE_PREFILL(T)                                                      \
-  template void launch_attention_prefill<T>(const float*, const T*, const T*, int, int, int,  \
-                                            const AttentionHeads&, float*, cudaStream_t, int); \
-  template void launch_paged_attention_prefill<T>(                                            \
-      const float*, const int*, int, int, const PagedKVView<T>&, const DeviceBlockTables&,    \
-      const AttentionHeads&, float*, cudaStream_t, int);
-NANOSERVE_INSTANTIATE_PREFILL(float)
-NANOSERVE_INSTANTIATE_PREFILL(__half)
-NANOSERVE_INSTANTIATE_PREFILL(__nv_bfloat16)
+#define NANOSERVE_INSTANTIATE_PREFILL(T, A)                                                   \
+  template void launch_attention_prefill<T, A>(const A*, const T*, const T*, int, int, int,      \
+                                               const AttentionHeads&, A*, cudaStream_t, int);    \
+  template void launch_paged_attention_prefill<T, A>(                                            \
+      const A*, const int*, int, int, const PagedKVView<T>&, const DeviceBlockTables&,           \
+      const AttentionHeads&, A*, cudaStream_t, int);
+NANOSERVE_FOR_EACH_STORAGE_PAIR(NANOSERVE_INSTANTIATE_PREFILL)
 #undef NANOSERVE_INSTANTIATE_PREFILL
 
 }  // namespace nanoserve

@@ -44,6 +44,25 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
 /// its templated launchers use, e.g. `NANOSERVE_FOR_EACH_STORAGE_TYPE(INSTANTIATE)`.
 #define NANOSERVE_FOR_EACH_STORAGE_TYPE(X) X(float) X(__half) X(__nv_bfloat16)
 
+/// \brief Applies `X(T, A)` to every (storage type T, storage type A) pair: the instantiations
+/// of a launcher templated on a weight or KV type T and an activation type A.
+#define NANOSERVE_FOR_EACH_STORAGE_PAIR(X)                                      \
+  X(float, float) X(float, __half) X(float, __nv_bfloat16)                      \
+  X(__half, float) X(__half, __half) X(__half, __nv_bfloat16)                   \
+  X(__nv_bfloat16, float) X(__nv_bfloat16, __half) X(__nv_bfloat16, __nv_bfloat16)
+
+/// \brief `T` in a non-deduced context. The launchers take their activation type A (and output
+/// type O) this way: named explicitly (`launch_rmsnorm<W, A>(…)`) or left at its default, float,
+/// but never deduced from an argument — so the fp32 calls of the tests and benchmarks, which
+/// pass null pointers to check argument errors, resolve as they did before A existed.
+template <typename T>
+struct NonDeduced {
+  using type = T;  ///< T itself
+};
+/// \brief `T`, not deducible (see NonDeduced).
+template <typename T>
+using nondeduced_t = typename NonDeduced<T>::type;
+
 /// \brief Storage value -> fp32 (exact).
 __host__ __device__ __forceinline__ float to_float(float v) { return v; }
 /// \brief Storage value -> fp32 (exact).

@@ -1,6 +1,7 @@
 // GEMM for prefill: Y = X Wᵀ, for dense weights (launch_gemm_*, kernels/gemm.h) and for
 // W8A16 / W4A16 quantized ones (launch_qgemm_*, kernels/qgemm.h).
-//   X (m, k) fp32 row-major; W (n, k) row-major; Y (m, n) fp32 row-major.
+//   X (m, k) row-major in activation type A (widened to fp32 as it is staged); W (n, k)
+//   row-major; Y (m, n) row-major in A or fp32, rounded once on store.
 // Both operands are k-contiguous (each output is a dot product of a row of X and a row of W).
 //
 // Every kernel is written once over an operand loader (`W` below): `DenseWeights<T>`
@@ -47,16 +48,16 @@ namespace {
 
 constexpr int kV01Block = 16;
 
-template <typename W>
-__global__ void gemm_kernel_v01(W w, const float* __restrict__ x, float* __restrict__ y, int m,
+template <typename W, typename X, typename Y>
+__global__ void gemm_kernel_v01(W w, const X* __restrict__ x, Y* __restrict__ y, int m,
                                 Epilogue epilogue) {
   const int n = w.rows, k = w.cols;
   const int col = blockIdx.x * kV01Block + threadIdx.x;
   const int row = blockIdx.y * kV01Block + threadIdx.y;
   if (row >= m || col >= n) return;
-  const float* x_row = x + static_cast<std::int64_t>(row) * k;  // (k)
+  const X* x_row = x + static_cast<std::int64_t>(row) * k;  // (k)
   float acc = 0.0f;
-  for (int i = 0; i < k; ++i) acc += x_row[i] * w.at(col, i);
+  for (int i = 0; i < k; ++i) acc += to_float(x_row[i]) * w.at(col, i);
   apply_epilogue(&y[static_cast<std::int64_t>(row) * n + col], acc, epilogue);
 }
 
@@ -68,8 +69,8 @@ __global__ void gemm_kernel_v01(W w, const float* __restrict__ x, float* __restr
 
 constexpr int kV02Tile = 16;
 
-template <typename W>
-__global__ void gemm_kernel_v02(W w, const float* __restrict__ x, float* __restrict__ y, int m,
+template <typename W, typename X, typename Y>
+__global__ void gemm_kernel_v02(W w, const X* __restrict__ x, Y* __restrict__ y, int m,
                                 Epilogue epilogue) {
   // +1 column of padding: in the inner loop the 16 threads of a row read ws[tx][c], addresses
   // 17 floats apart, i.e. 16 different banks; without it (16 apart) they would hit 2 banks.
@@ -89,7 +90,7 @@ __global__ void gemm_kernel_v02(W w, const float* __restrict__ x, float* __restr
   // Threads outside Y still load and reach every barrier; they only skip the final store.
   for (int k0 = 0; k0 < k; k0 += kV02Tile) {
     const int kk = k0 + tx;
-    xs[ty][tx] = row < m && kk < k ? x[static_cast<std::int64_t>(row) * k + kk] : 0.0f;
+    xs[ty][tx] = row < m && kk < k ? to_float(x[static_cast<std::int64_t>(row) * k + kk]) : 0.0f;
     ws[ty][tx] = w_load_row < n && kk < k ? w.at(w_load_row, kk) : 0.0f;
     __syncthreads();  // the tiles are complete
     for (int c = 0; c < kV02Tile; ++c) acc += xs[ty][c] * ws[tx][c];
@@ -124,9 +125,9 @@ constexpr int kV03Pad = 4;
 static_assert(kBM == kBN, "the load loop below fills both tiles with one index mapping");
 static_assert(kBM * kBK % kV03Threads == 0, "each thread loads the same number of elements");
 
-template <typename W>
+template <typename W, typename X, typename Y>
 __global__ void __launch_bounds__(kV03Threads)
-    gemm_kernel_v03(W w, const float* __restrict__ x, float* __restrict__ y, int m,
+    gemm_kernel_v03(W w, const X* __restrict__ x, Y* __restrict__ y, int m,
                     Epilogue epilogue) {
   __shared__ __align__(16) float xs[kBK][kBM + kV03Pad];  // (k, m) tile of X, transposed
   __shared__ __align__(16) float ws[kBK][kBN + kV03Pad];  // (k, n) tile of W, transposed, fp32
@@ -156,7 +157,7 @@ __global__ void __launch_bounds__(kV03Threads)
       const int kk = k0 + c;
       const int xr = m0 + r;
       const int wr = n0 + r;
-      xs[c][r] = xr < m && kk < k ? x[static_cast<std::int64_t>(xr) * k + kk] : 0.0f;
+      xs[c][r] = xr < m && kk < k ? to_float(x[static_cast<std::int64_t>(xr) * k + kk]) : 0.0f;
       ws[c][r] = wr < n && kk < k ? w.at(wr, kk) : 0.0f;
     }
     __syncthreads();  // the tiles are complete
@@ -195,9 +196,9 @@ __global__ void __launch_bounds__(kV03Threads)
 // launchers
 
 // Launches `kernel` over row chunks of at most 65535 tiles each (the gridDim.y limit).
-template <typename W>
-void launch_row_chunks(void (*kernel)(W, const float*, float*, int, Epilogue), int tile_m,
-                       int tile_n, dim3 block, const W& w, const float* x, float* y, int m,
+template <typename W, typename X, typename Y>
+void launch_row_chunks(void (*kernel)(W, const X*, Y*, int, Epilogue), int tile_m,
+                       int tile_n, dim3 block, const W& w, const X* x, Y* y, int m,
                        cudaStream_t stream, Epilogue epilogue) {
   const int grid_x = (w.rows + tile_n - 1) / tile_n;
   const std::int64_t rows_per_launch = static_cast<std::int64_t>(kargs::kMaxGridYZ) * tile_m;
@@ -210,32 +211,32 @@ void launch_row_chunks(void (*kernel)(W, const float*, float*, int, Epilogue), i
 
 // Version `version` (1..3) of the GEMM over loader `w`; the public launchers checked the
 // arguments.
-template <typename W>
-void run_gemm(int version, const W& w, const float* x, float* y, int m, cudaStream_t stream,
+template <typename W, typename X, typename Y>
+void run_gemm(int version, const W& w, const X* x, Y* y, int m, cudaStream_t stream,
               Epilogue epilogue) {
   if (version == 1) {
-    launch_row_chunks(gemm_kernel_v01<W>, kV01Block, kV01Block, dim3(kV01Block, kV01Block), w, x,
-                      y, m, stream, epilogue);
+    launch_row_chunks(gemm_kernel_v01<W, X, Y>, kV01Block, kV01Block, dim3(kV01Block, kV01Block),
+                      w, x, y, m, stream, epilogue);
   } else if (version == 2) {
-    launch_row_chunks(gemm_kernel_v02<W>, kV02Tile, kV02Tile, dim3(kV02Tile, kV02Tile), w, x, y,
-                      m, stream, epilogue);
+    launch_row_chunks(gemm_kernel_v02<W, X, Y>, kV02Tile, kV02Tile, dim3(kV02Tile, kV02Tile), w,
+                      x, y, m, stream, epilogue);
   } else {
-    launch_row_chunks(gemm_kernel_v03<W>, kBM, kBN, dim3(kV03Threads), w, x, y, m, stream,
+    launch_row_chunks(gemm_kernel_v03<W, X, Y>, kBM, kBN, dim3(kV03Threads), w, x, y, m, stream,
                       epilogue);
   }
 }
 
-template <int kVersion, typename T>
-void dense_gemm(const char* op, const T* w, const float* x, float* y, int m, int n, int k,
+template <int kVersion, typename T, typename X, typename Y>
+void dense_gemm(const char* op, const T* w, const X* x, Y* y, int m, int n, int k,
                 cudaStream_t stream, Epilogue epilogue) {
   if (check_linear_args(op, w, x, y, m, n, k)) return;
   run_gemm(kVersion, DenseWeights<T>{w, n, k}, x, y, m, stream, epilogue);
 }
 
-template <int kVersion>
-void quant_gemm(const char* op, const QuantizedWeightView& w, const float* x, float* y, int m,
+template <int kVersion, typename X, typename Y>
+void quant_gemm(const char* op, const QuantizedWeightView& w, const X* x, Y* y, int m,
                 cudaStream_t stream, Epilogue epilogue) {
-  if (check_quant_linear_args(op, w, x, y, m)) return;
+  if (check_quant_linear_args(op, w, x, y, m, sizeof(X), sizeof(Y))) return;
   run_gemm(kVersion, QuantWeights{w}, x, y, m, stream, epilogue);
 }
 
@@ -244,16 +245,24 @@ void quant_gemm(const char* op, const QuantizedWeightView& w, const float* x, fl
 // ---------------------------------------------------------------------------------------------
 // dispatch: dense W (gemm.h), then quantized W (qgemm.h); launch_gemm / launch_qgemm are v03
 
-NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemm_v01, dense_gemm, 1)
-NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemm_v02, dense_gemm, 2)
-NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemm_v03, dense_gemm, 3)
-NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemm, dense_gemm, 3)
+NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemm_v01, dense_gemm, 1,
+                                NANOSERVE_DENSE_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemm_v02, dense_gemm, 2,
+                                NANOSERVE_DENSE_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemm_v03, dense_gemm, 3,
+                                NANOSERVE_DENSE_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemm, dense_gemm, 3,
+                                NANOSERVE_DENSE_LINEAR_INSTANTIATE)
 NANOSERVE_DENSE_LINEAR_VERSION_LAUNCHER(launch_gemm_version, dense_gemm, kGemmVersions)
 
-NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemm_v01, quant_gemm, 1)
-NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemm_v02, quant_gemm, 2)
-NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemm_v03, quant_gemm, 3)
-NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemm, quant_gemm, 3)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemm_v01, quant_gemm, 1,
+                                NANOSERVE_QUANT_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemm_v02, quant_gemm, 2,
+                                NANOSERVE_QUANT_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemm_v03, quant_gemm, 3,
+                                NANOSERVE_QUANT_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemm, quant_gemm, 3,
+                                NANOSERVE_QUANT_LINEAR_INSTANTIATE)
 NANOSERVE_QUANT_LINEAR_VERSION_LAUNCHER(launch_qgemm_version, quant_gemm, kQGemmVersions)
 
 }  // namespace nanoserve

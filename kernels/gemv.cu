@@ -1,5 +1,6 @@
 // GEMV for decode: y_b = W x_b for a small batch b of input vectors.
-//   W (out_dim, in_dim) row-major, storage type T; x (batch, in_dim) fp32; y (batch, out_dim) fp32
+//   W (out_dim, in_dim) row-major, storage type T; x (batch, in_dim) in activation type A;
+//   y (batch, out_dim) in A or fp32 (x widened on load, y rounded once on store)
 //
 // The kernels are gemv.cuh's, shared with the quantized GEMV (kernels/qgemv.cu): v01 and v02
 // over the element loader DenseWeights<T>, v03 the chunk loop over this file's VectorChunks<T>.
@@ -53,9 +54,9 @@ struct VectorChunks : DenseWeights<T> {
 
   __device__ __forceinline__ int chunks() const { return this->cols / kVec; }
 
-  template <int kBatch, int kRows, int kCount>
+  template <int kBatch, int kRows, int kCount, typename X>
   __device__ __forceinline__ void accumulate(const int (&row_of)[kRows],
-                                             const float* __restrict__ x, int batch, int c,
+                                             const X* __restrict__ x, int batch, int c,
                                              float (&acc)[kRows][kBatch]) const {
     uint4 raw[kCount][kRows];
     NS_UNROLL
@@ -79,7 +80,7 @@ struct VectorChunks : DenseWeights<T> {
       for (int b = 0; b < kBatch; ++b) {
         if (b < batch) {  // uniform across the warp
           float xf[kVec];
-          load_floats<kVec>(x + static_cast<std::int64_t>(b) * this->cols + col0, xf);
+          load_as_floats<kVec>(x + static_cast<std::int64_t>(b) * this->cols + col0, xf);
           NS_UNROLL
           for (int r = 0; r < kRows; ++r) {
             NS_UNROLL
@@ -96,8 +97,8 @@ constexpr int kV03Unroll = 4;  // chunk loads issued per lane before the first i
 // ---------------------------------------------------------------------------------------------
 // launchers
 
-template <int kVersion, typename T>
-void dense_gemv(const char* op, const T* w, const float* x, float* y, int batch, int out_dim,
+template <int kVersion, typename T, typename X, typename Y>
+void dense_gemv(const char* op, const T* w, const X* x, Y* y, int batch, int out_dim,
                 int in_dim, cudaStream_t stream, Epilogue epilogue) {
   if (check_linear_args(op, w, x, y, batch, out_dim, in_dim)) return;
   const DenseWeights<T> weights{w, out_dim, in_dim};
@@ -119,10 +120,14 @@ void dense_gemv(const char* op, const T* w, const float* x, float* y, int batch,
 // ---------------------------------------------------------------------------------------------
 // dispatch (launch_gemv is v03)
 
-NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemv_v01, dense_gemv, 1)
-NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemv_v02, dense_gemv, 2)
-NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemv_v03, dense_gemv, 3)
-NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemv, dense_gemv, 3)
+NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemv_v01, dense_gemv, 1,
+                                NANOSERVE_DENSE_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemv_v02, dense_gemv, 2,
+                                NANOSERVE_DENSE_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemv_v03, dense_gemv, 3,
+                                NANOSERVE_DENSE_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_DENSE_LINEAR_LAUNCHER(launch_gemv, dense_gemv, 3,
+                                NANOSERVE_DENSE_LINEAR_INSTANTIATE)
 NANOSERVE_DENSE_LINEAR_VERSION_LAUNCHER(launch_gemv_version, dense_gemv, kGemvVersions)
 
 }  // namespace nanoserve

@@ -23,7 +23,8 @@
 ///
 /// A chunk loader has public `rows` and `cols` (the stride of x), `chunks()` per row, and
 /// `accumulate<kBatch, kRows, kCount>(row_of, x, batch, c, acc)`: `acc[r][b] += W[row_of[r],
-/// chunks c, c + 32, …] · x_b[same columns]` for kCount chunks, all loads issued first.
+/// chunks c, c + 32, …] · x_b[same columns]` for kCount chunks, all loads issued first, for x
+/// in any activation storage type X (widened to fp32 as it is loaded).
 
 #include <cstdint>
 
@@ -43,50 +44,51 @@ constexpr int kWarpsPerBlock = 8;
 
 /// \brief v01: one thread per output element y[b][row], looping over the row. Neighbouring
 /// threads read addresses a row apart, so every load is its own memory transaction.
-/// x (batch, cols), y (batch, rows); grid (ceil(rows / 256), batch), block 256.
-template <typename W>
-__global__ void gemv_kernel_v01(W w, const float* __restrict__ x, float* __restrict__ y,
+/// x (batch, cols) in X, y (batch, rows) in Y; grid (ceil(rows / 256), batch), block 256.
+template <typename W, typename X, typename Y>
+__global__ void gemv_kernel_v01(W w, const X* __restrict__ x, Y* __restrict__ y,
                                 Epilogue epilogue) {
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
   const int b = blockIdx.y;
   if (row >= w.rows) return;
-  const float* x_b = x + static_cast<std::int64_t>(b) * w.cols;  // (cols)
+  const X* x_b = x + static_cast<std::int64_t>(b) * w.cols;  // (cols)
   float acc = 0.0f;
-  for (int k = 0; k < w.cols; ++k) acc += w.at(row, k) * x_b[k];
+  for (int k = 0; k < w.cols; ++k) acc += w.at(row, k) * to_float(x_b[k]);
   apply_epilogue(&y[static_cast<std::int64_t>(b) * w.rows + row], acc, epilogue);
 }
 
 /// \brief v02: one warp per row: lane i reads elements i, i + 32, … so a warp's loads are
 /// contiguous (coalesced); the 32 partial sums meet in a `__shfl_xor_sync` butterfly.
 /// x (batch, cols), y (batch, rows); grid (rows, batch), block 32.
-template <typename W>
-__global__ void gemv_kernel_v02(W w, const float* __restrict__ x, float* __restrict__ y,
+template <typename W, typename X, typename Y>
+__global__ void gemv_kernel_v02(W w, const X* __restrict__ x, Y* __restrict__ y,
                                 Epilogue epilogue) {
   const int row = blockIdx.x;
   const int b = blockIdx.y;
   const int lane = threadIdx.x;
-  const float* x_b = x + static_cast<std::int64_t>(b) * w.cols;  // (cols)
+  const X* x_b = x + static_cast<std::int64_t>(b) * w.cols;  // (cols)
   float acc = 0.0f;
-  for (int k = lane; k < w.cols; k += kWarp) acc += w.at(row, k) * x_b[k];
+  for (int k = lane; k < w.cols; k += kWarp) acc += w.at(row, k) * to_float(x_b[k]);
   acc = warp_sum(acc);
   if (lane == 0) apply_epilogue(&y[static_cast<std::int64_t>(b) * w.rows + row], acc, epilogue);
 }
 
 /// \brief Launches v01 (`kVersion` 1) or v02 (2) over element loader `w` for `batch` vectors,
 /// in grids of at most 65535 vectors (the gridDim.y limit).
-template <int kVersion, typename W>
-void launch_gemv_elementwise(const W& w, const float* x, float* y, int batch,
+template <int kVersion, typename W, typename X, typename Y>
+void launch_gemv_elementwise(const W& w, const X* x, Y* y, int batch,
                              cudaStream_t stream, Epilogue epilogue) {
   constexpr int kV01Block = 256;
   for (int b0 = 0; b0 < batch; b0 += kargs::kMaxGridYZ) {
     const int nb = batch - b0 < kargs::kMaxGridYZ ? batch - b0 : kargs::kMaxGridYZ;
-    const float* xb = x + static_cast<std::int64_t>(b0) * w.cols;  // (nb, cols)
-    float* yb = y + static_cast<std::int64_t>(b0) * w.rows;        // (nb, rows)
+    const X* xb = x + static_cast<std::int64_t>(b0) * w.cols;  // (nb, cols)
+    Y* yb = y + static_cast<std::int64_t>(b0) * w.rows;        // (nb, rows)
     if constexpr (kVersion == 1) {
-      launch(gemv_kernel_v01<W>, dim3(kargs::blocks_for(w.rows, kV01Block), nb), dim3(kV01Block),
-             0, stream, w, xb, yb, epilogue);
+      launch(gemv_kernel_v01<W, X, Y>, dim3(kargs::blocks_for(w.rows, kV01Block), nb),
+             dim3(kV01Block), 0, stream, w, xb, yb, epilogue);
     } else {
-      launch(gemv_kernel_v02<W>, dim3(w.rows, nb), dim3(kWarp), 0, stream, w, xb, yb, epilogue);
+      launch(gemv_kernel_v02<W, X, Y>, dim3(w.rows, nb), dim3(kWarp), 0, stream, w, xb, yb,
+             epilogue);
     }
   }
 }
@@ -94,9 +96,9 @@ void launch_gemv_elementwise(const W& w, const float* x, float* y, int batch,
 /// \brief The chunk loop (v03+): warp v of block blk computes the kRows rows from
 /// `(blk · 8 + v) · kRows` on, for `batch <= kBatch` vectors. x (batch, cols), y (batch, rows);
 /// grid (ceil(rows / (8 · kRows))), block 256.
-template <typename Chunks, int kBatch, int kRows, int kUnroll>
+template <typename Chunks, int kBatch, int kRows, int kUnroll, typename X, typename Y>
 __global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
-    gemv_chunk_kernel(Chunks w, const float* __restrict__ x, float* __restrict__ y, int batch,
+    gemv_chunk_kernel(Chunks w, const X* __restrict__ x, Y* __restrict__ y, int batch,
                       Epilogue epilogue) {
   const int lane = threadIdx.x % kWarp;
   const int row0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp) * kRows;
@@ -139,24 +141,24 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
 /// (each reading W again), each launched for the smallest batch tier (1, 4, 16) that holds it
 /// — the accumulators live in registers, so their count is a compile-time constant, and a
 /// kernel sized for 16 vectors would waste registers (occupancy) at batch 1.
-template <int kRows, int kUnroll, typename Chunks>
-void launch_gemv_chunks(const Chunks& w, const float* x, float* y, int batch,
+template <int kRows, int kUnroll, typename Chunks, typename X, typename Y>
+void launch_gemv_chunks(const Chunks& w, const X* x, Y* y, int batch,
                         cudaStream_t stream, Epilogue epilogue) {
   const dim3 grid(kargs::blocks_for(w.rows, kWarpsPerBlock * kRows));
   const dim3 block(kWarpsPerBlock * kWarp);
   for (int b0 = 0; b0 < batch; b0 += kGemvMaxBatch) {
     const int nb = batch - b0 < kGemvMaxBatch ? batch - b0 : kGemvMaxBatch;
-    const float* xb = x + static_cast<std::int64_t>(b0) * w.cols;  // (nb, cols)
-    float* yb = y + static_cast<std::int64_t>(b0) * w.rows;        // (nb, rows)
+    const X* xb = x + static_cast<std::int64_t>(b0) * w.cols;  // (nb, cols)
+    Y* yb = y + static_cast<std::int64_t>(b0) * w.rows;        // (nb, rows)
     if (nb <= 1) {
-      launch(gemv_chunk_kernel<Chunks, 1, kRows, kUnroll>, grid, block, 0, stream, w, xb, yb, nb,
-             epilogue);
+      launch(gemv_chunk_kernel<Chunks, 1, kRows, kUnroll, X, Y>, grid, block, 0, stream,
+             w, xb, yb, nb, epilogue);
     } else if (nb <= 4) {
-      launch(gemv_chunk_kernel<Chunks, 4, kRows, kUnroll>, grid, block, 0, stream, w, xb, yb, nb,
-             epilogue);
+      launch(gemv_chunk_kernel<Chunks, 4, kRows, kUnroll, X, Y>, grid, block, 0, stream,
+             w, xb, yb, nb, epilogue);
     } else {
-      launch(gemv_chunk_kernel<Chunks, kGemvMaxBatch, kRows, kUnroll>, grid, block, 0, stream, w,
-             xb, yb, nb, epilogue);
+      launch(gemv_chunk_kernel<Chunks, kGemvMaxBatch, kRows, kUnroll, X, Y>, grid, block, 0,
+             stream, w, xb, yb, nb, epilogue);
     }
   }
 }
@@ -168,9 +170,9 @@ struct ElementChunks : W {
   /// \brief Chunks per row: one per column.
   __device__ __forceinline__ int chunks() const { return this->cols; }
   /// \brief See the file comment: kCount elements per row, loaded (dequantized) first.
-  template <int kBatch, int kRows, int kCount>
+  template <int kBatch, int kRows, int kCount, typename X>
   __device__ __forceinline__ void accumulate(const int (&row_of)[kRows],
-                                             const float* __restrict__ x, int batch, int c,
+                                             const X* __restrict__ x, int batch, int c,
                                              float (&acc)[kRows][kBatch]) const {
     float wv[kCount][kRows];
     NS_UNROLL
@@ -183,7 +185,7 @@ struct ElementChunks : W {
       NS_UNROLL
       for (int b = 0; b < kBatch; ++b) {
         if (b < batch) {  // uniform across the warp
-          const float xv = x[static_cast<std::int64_t>(b) * this->cols + c + u * kWarp];
+          const float xv = to_float(x[static_cast<std::int64_t>(b) * this->cols + c + u * kWarp]);
           NS_UNROLL
           for (int r = 0; r < kRows; ++r) acc[r][b] += wv[u][r] * xv;
         }

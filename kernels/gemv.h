@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// \brief GEMV for decode: `y_b = W x_b` for a small batch of input vectors, W in storage type T
-/// (fp32, fp16, bf16), x and y fp32, fp32 accumulation. Layouts: kernels/linear_common.cuh.
+/// (fp32, fp16, bf16), x in activation type A, y in A or fp32, fp32 accumulation. Layouts: kernels/linear_common.cuh.
 ///
 /// Decode multiplies each weight by one number per sequence, so GEMV is bound by how fast W
 /// streams from memory; the versions (kernels/gemv.cu) are steps toward the copy bandwidth:
@@ -14,11 +14,14 @@
 ///
 /// The kernels (kernels/gemv.cuh) are written once over a weight loader and also serve the
 /// quantized GEMV (kernels/qgemv.h), whose v01–v03 are these versions over dequantized weights.
+/// The numbered versions and launch_gemv_version are built for fp32 activations (A = O = float);
+/// launch_gemv, the one the engine uses, for every activation type A and output O = A or fp32.
 /// Every launcher takes the same arguments, handles any sizes (tails of the vector width, warp
 /// and block), and throws std::invalid_argument for negative sizes or null buffers
 /// (`check_linear_args`).
 
 #include "kernels/cuda_compat.h"
+#include "kernels/dtype.cuh"
 #include "kernels/linear_common.cuh"
 
 namespace nanoserve {
@@ -32,6 +35,8 @@ inline constexpr int kGemvMaxBatch = 16;
 
 /// \brief v01: one thread per output element; each thread walks a whole row of W.
 /// \tparam T storage type of W: float, __half or __nv_bfloat16
+/// \tparam A storage type of X (activations): float, __half or __nv_bfloat16
+/// \tparam O storage type of Y: A, or float (fp32 logits from A activations)
 /// \param w        (out_dim, in_dim) device weights, row-major
 /// \param x        (batch, in_dim) device inputs
 /// \param y        (batch, out_dim) device outputs; must not alias w or x
@@ -40,33 +45,38 @@ inline constexpr int kGemvMaxBatch = 16;
 /// \param in_dim   columns of W (0 gives y = 0)
 /// \param stream   CUDA stream
 /// \param epilogue store (y = W x) or accumulate (y += W x)
-template <typename T>
-void launch_gemv_v01(const T* w, const float* x, float* y, int batch, int out_dim, int in_dim,
+template <typename T, typename A = float, typename O = A>
+void launch_gemv_v01(const T* w, const nondeduced_t<A>* x, nondeduced_t<O>* y, int batch,
+                     int out_dim, int in_dim,
                      cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 /// \brief v02: one warp per row; lanes read consecutive elements, a shuffle butterfly sums.
 /// Parameters as launch_gemv_v01.
-template <typename T>
-void launch_gemv_v02(const T* w, const float* x, float* y, int batch, int out_dim, int in_dim,
+template <typename T, typename A = float, typename O = A>
+void launch_gemv_v02(const T* w, const nondeduced_t<A>* x, nondeduced_t<O>* y, int batch,
+                     int out_dim, int in_dim,
                      cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 /// \brief v03: 16-byte loads of W (scalar loads when rows are not 16-byte aligned), 4 loads in
 /// flight per lane, 8 rows per 256-thread block, up to kGemvMaxBatch vectors per pass over W.
 /// Parameters as launch_gemv_v01.
-template <typename T>
-void launch_gemv_v03(const T* w, const float* x, float* y, int batch, int out_dim, int in_dim,
+template <typename T, typename A = float, typename O = A>
+void launch_gemv_v03(const T* w, const nondeduced_t<A>* x, nondeduced_t<O>* y, int batch,
+                     int out_dim, int in_dim,
                      cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 /// \brief Runs version `version` (1..kGemvVersions; anything else throws
 /// std::invalid_argument). Parameters as launch_gemv_v01.
-template <typename T>
-void launch_gemv_version(int version, const T* w, const float* x, float* y, int batch,
+template <typename T, typename A = float, typename O = A>
+void launch_gemv_version(int version, const T* w, const nondeduced_t<A>* x, nondeduced_t<O>* y,
+                         int batch,
                          int out_dim, int in_dim, cudaStream_t stream,
                          Epilogue epilogue = Epilogue::kStore);
 
 /// \brief The best GEMV version (v03). Parameters as launch_gemv_v01.
-template <typename T>
-void launch_gemv(const T* w, const float* x, float* y, int batch, int out_dim, int in_dim,
+template <typename T, typename A = float, typename O = A>
+void launch_gemv(const T* w, const nondeduced_t<A>* x, nondeduced_t<O>* y, int batch, int out_dim,
+                 int in_dim,
                  cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 }  // namespace nanoserve

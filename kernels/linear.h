@@ -4,6 +4,7 @@
 /// rows, choosing GEMV (decode) or GEMM (prefill) by the number of rows.
 
 #include "kernels/cuda_compat.h"
+#include "kernels/dtype.cuh"
 #include "kernels/linear_common.cuh"
 
 namespace nanoserve {
@@ -22,19 +23,23 @@ inline constexpr int kLinearGemvMaxRows = 16;
 
 /// \brief `Y = X Wᵀ` (`epilogue` = kStore) or `Y += X Wᵀ` (kAccumulate), on `stream`.
 ///
-/// GEMV v03 for `m <= kLinearGemvMaxRows`, GEMM v03 beyond. Throws std::invalid_argument for
+/// GEMV v03 for `m <= kLinearGemvMaxRows`, GEMM v03 beyond (the one place a tensor-core GEMM
+/// for fp16/bf16 A and W would plug in). X is widened to fp32 on load, the sum kept in fp32 and
+/// rounded to O once on store; kAccumulate widens the old Y, adds, rounds once. Throws std::invalid_argument for
 /// negative sizes or null buffers.
 /// \tparam T storage type of W: float, __half or __nv_bfloat16
+/// \tparam A storage type of X (activations): float, __half or __nv_bfloat16
+/// \tparam O storage type of Y: A, or float (fp32 logits from A activations)
 /// \param w        (n, k) device weights, row-major
-/// \param x        (m, k) device inputs, fp32
-/// \param y        (m, n) device outputs, fp32; must not alias w or x
+/// \param x        (m, k) device inputs in A
+/// \param y        (m, n) device outputs in O; must not alias w or x
 /// \param m        input rows (tokens); 0 launches nothing
 /// \param n        output features (rows of W)
 /// \param k        input features (columns of W); 0 gives Y = 0
 /// \param stream   CUDA stream
 /// \param epilogue store or accumulate
-template <typename T>
-void launch_linear(const T* w, const float* x, float* y, int m, int n, int k,
+template <typename T, typename A = float, typename O = A>
+void launch_linear(const T* w, const nondeduced_t<A>* x, nondeduced_t<O>* y, int m, int n, int k,
                    cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 }  // namespace nanoserve

@@ -9,10 +9,13 @@
 /// Layout shared by all of them (llama2.c's `matmul`, PyTorch's `nn.Linear`):
 /// ```
 ///   W (out_dim, in_dim)  row-major, storage type T (fp32 / fp16 / bf16)
-///   X (rows, in_dim)     fp32, row-major: one input vector per row (token or sequence)
-///   Y (rows, out_dim)    fp32, row-major: Y = X Wᵀ, i.e. y_r = W x_r for every row r
+///   X (rows, in_dim)     activation type A (fp32 / fp16 / bf16), row-major: one input vector
+///                      per row (token or sequence)
+///   Y (rows, out_dim)    output type O (A, or fp32 for the classifier's logits), row-major:
+///                      Y = X Wᵀ, i.e. y_r = W x_r for every row r
 /// ```
-/// Every product is accumulated in fp32 (docs/design.md, "Numbers and precision").
+/// Every product is accumulated in fp32 (docs/design.md, "Numbers and precision"); X is widened
+/// to fp32 as it is loaded and Y rounded once, when it is stored.
 
 #include <cstdint>
 #include <stdexcept>
@@ -33,13 +36,15 @@ enum class Epilogue {
   kAccumulate,  ///< Y += X Wᵀ
 };
 
-/// \brief Writes one output element according to `epilogue`.
-__host__ __device__ __forceinline__ void apply_epilogue(float* out, float value,
-                                                        Epilogue epilogue) {
+/// \brief Writes one output element of storage type Y according to `epilogue`, rounding once:
+/// kStore writes `Y(value)`, kAccumulate loads the old value, widens it, adds `value` in fp32
+/// and rounds the sum (for Y = float: exactly `*out += value`).
+template <typename Y>
+__host__ __device__ __forceinline__ void apply_epilogue(Y* out, float value, Epilogue epilogue) {
   if (epilogue == Epilogue::kAccumulate) {
-    *out += value;
+    *out = from_float<Y>(to_float(*out) + value);
   } else {
-    *out = value;  // never read: a kStore output may hold garbage (or NaN poison) beforehand
+    *out = from_float<Y>(value);  // never read: a kStore output may hold garbage beforehand
   }
 }
 
@@ -59,38 +64,71 @@ struct DenseWeights {
 };
 
 /// \brief The parameter types of every dense GEMV/GEMM launcher, `(w, x, y, rows, out_dim,
-/// in_dim, stream, epilogue)`, for W in storage type T: what their explicit instantiations list.
-#define NANOSERVE_DENSE_LINEAR_PARAMS(T) \
-  const T*, const float*, float*, int, int, int, cudaStream_t, Epilogue
+/// in_dim, stream, epilogue)`, for W in storage type T, X in A and Y in O: what their explicit
+/// instantiations list.
+#define NANOSERVE_DENSE_LINEAR_PARAMS(T, A, O) \
+  const T*, const A*, O*, int, int, int, cudaStream_t, Epilogue
+
+/// \brief Instantiates the dense launcher `name` (prefix `pre`: nothing, or `int,` for a
+/// version launcher) for W in T and every (A, O) of NANOSERVE_FOR_EACH_ACT_OUT_PAIR.
+#define NANOSERVE_DENSE_LINEAR_INSTANTIATE_T(name, T, ...)                                     \
+  template void name<T, float, float>(                                                        \
+      __VA_ARGS__ NANOSERVE_DENSE_LINEAR_PARAMS(T, float, float));                            \
+  template void name<T, __half, __half>(                                                      \
+      __VA_ARGS__ NANOSERVE_DENSE_LINEAR_PARAMS(T, __half, __half));                          \
+  template void name<T, __half, float>(                                                       \
+      __VA_ARGS__ NANOSERVE_DENSE_LINEAR_PARAMS(T, __half, float));                           \
+  template void name<T, __nv_bfloat16, __nv_bfloat16>(                                        \
+      __VA_ARGS__ NANOSERVE_DENSE_LINEAR_PARAMS(T, __nv_bfloat16, __nv_bfloat16));            \
+  template void name<T, __nv_bfloat16, float>(                                                \
+      __VA_ARGS__ NANOSERVE_DENSE_LINEAR_PARAMS(T, __nv_bfloat16, float));
+
+/// \brief Instantiates the dense launcher `name` for W in every storage type with fp32
+/// activations only: what the numbered versions kept for comparison (tests, bench_kernels)
+/// need. Only the best version of each family (and launch_linear) is instantiated for fp16/bf16
+/// activations, which keeps the build from compiling every version five times over.
+#define NANOSERVE_DENSE_LINEAR_INSTANTIATE_FP32(name, ...)                                   \
+  template void name<float, float, float>(                                                   \
+      __VA_ARGS__ NANOSERVE_DENSE_LINEAR_PARAMS(float, float, float));                       \
+  template void name<__half, float, float>(                                                  \
+      __VA_ARGS__ NANOSERVE_DENSE_LINEAR_PARAMS(__half, float, float));                      \
+  template void name<__nv_bfloat16, float, float>(                                           \
+      __VA_ARGS__ NANOSERVE_DENSE_LINEAR_PARAMS(__nv_bfloat16, float, float));
+
+/// \brief NANOSERVE_DENSE_LINEAR_INSTANTIATE_T for every weight storage type.
+#define NANOSERVE_DENSE_LINEAR_INSTANTIATE(name, ...)                    \
+  NANOSERVE_DENSE_LINEAR_INSTANTIATE_T(name, float, __VA_ARGS__)         \
+  NANOSERVE_DENSE_LINEAR_INSTANTIATE_T(name, __half, __VA_ARGS__)        \
+  NANOSERVE_DENSE_LINEAR_INSTANTIATE_T(name, __nv_bfloat16, __VA_ARGS__)
 
 /// \brief Defines the public dense launcher `name` (`launch_gemv_v01`, `launch_gemm`, …: the
 /// parameters of NANOSERVE_DENSE_LINEAR_PARAMS) as `impl<version>("name", w, x, …)` and
-/// instantiates it for every storage type. The GEMV and GEMM families share one public shape,
-/// so each defines its launchers as one line per version with this, not as copies.
-#define NANOSERVE_DENSE_LINEAR_LAUNCHER(name, impl, version)                          \
-  template <typename T>                                                               \
-  void name(const T* w, const float* x, float* y, int rows, int out_dim, int in_dim,  \
+/// instantiates it with `instantiate` (NANOSERVE_DENSE_LINEAR_INSTANTIATE: every weight type and
+/// (activation, output) pair; NANOSERVE_DENSE_LINEAR_INSTANTIATE_FP32: fp32 activations). The
+/// GEMV and GEMM families share one public shape, so each defines its launchers as one line per
+/// version with this, not as copies.
+#define NANOSERVE_DENSE_LINEAR_LAUNCHER(name, impl, version, instantiate)            \
+  template <typename T, typename A, typename O>                                       \
+  void name(const T* w, const nondeduced_t<A>* x, nondeduced_t<O>* y, int rows,      \
+            int out_dim, int in_dim,                                                  \
             cudaStream_t stream, Epilogue epilogue) {                                 \
     impl<version>(#name, w, x, y, rows, out_dim, in_dim, stream, epilogue);           \
   }                                                                                   \
-  template void name<float>(NANOSERVE_DENSE_LINEAR_PARAMS(float));                    \
-  template void name<__half>(NANOSERVE_DENSE_LINEAR_PARAMS(__half));                  \
-  template void name<__nv_bfloat16>(NANOSERVE_DENSE_LINEAR_PARAMS(__nv_bfloat16));
+  instantiate(name, )
 
 /// \brief Defines `name(version, w, x, …)`, the public dense launcher of a run-time version
 /// 1..`count` (`impl<version>`; any other number throws std::invalid_argument), for every
-/// storage type.
+/// weight type with fp32 activations.
 #define NANOSERVE_DENSE_LINEAR_VERSION_LAUNCHER(name, impl, count)                        \
-  template <typename T>                                                                   \
-  void name(int version, const T* w, const float* x, float* y, int rows, int out_dim,      \
+  template <typename T, typename A, typename O>                                           \
+  void name(int version, const T* w, const nondeduced_t<A>* x, nondeduced_t<O>* y,       \
+            int rows, int out_dim,                                                        \
             int in_dim, cudaStream_t stream, Epilogue epilogue) {                         \
     kargs::run_version<count>(#name, version, [&](auto v) {                               \
       impl<decltype(v)::value>(#name, w, x, y, rows, out_dim, in_dim, stream, epilogue);  \
     });                                                                                   \
   }                                                                                       \
-  template void name<float>(int, NANOSERVE_DENSE_LINEAR_PARAMS(float));                   \
-  template void name<__half>(int, NANOSERVE_DENSE_LINEAR_PARAMS(__half));                 \
-  template void name<__nv_bfloat16>(int, NANOSERVE_DENSE_LINEAR_PARAMS(__nv_bfloat16));
+  NANOSERVE_DENSE_LINEAR_INSTANTIATE_FP32(name, int, )
 
 /// \brief Validates a linear launch; throws std::invalid_argument naming `op` and the bad value.
 ///
@@ -98,7 +136,7 @@ struct DenseWeights {
 /// written, pointers may be null). `in_dim == 0` is a valid empty sum: Y = 0 (or Y unchanged
 /// when accumulating), W and X may then be null.
 /// \return true when there is nothing to launch
-inline bool check_linear_args(const char* op, const void* w, const float* x, const float* y,
+inline bool check_linear_args(const char* op, const void* w, const void* x, const void* y,
                               int rows, int out_dim, int in_dim) {
   const auto fail = [op](const std::string& what) {
     throw std::invalid_argument(std::string(op) + ": " + what);

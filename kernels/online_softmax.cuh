@@ -95,16 +95,17 @@ __device__ __forceinline__ float merge_softmax_partials(const float* m, const fl
 /// \param part_ml (num_splits, 2) each chunk's (m, l)
 /// \param active  leading chunks that hold keys for this row (<= num_splits)
 /// \param head_dim values per head
-/// \param out     (head_dim) fp32 output row
+/// \param out     (head_dim) output row in the activation type A (rounded once)
+template <typename A>
 __device__ __forceinline__ void combine_split_partials(const float* __restrict__ part_o,
                                                        const float* __restrict__ part_ml,
                                                        int active, int head_dim,
-                                                       float* __restrict__ out) {
+                                                       A* __restrict__ out) {
   for (int e = threadIdx.x; e < head_dim; e += blockDim.x) {
     float m_all, l_all;
     const float o =
         merge_softmax_partials(part_ml, part_ml + 1, part_o + e, active, 2, head_dim, m_all, l_all);
-    out[e] = active == 0 ? 0.0f : o / l_all;
+    out[e] = from_float<A>(active == 0 ? 0.0f : o / l_all);
   }
 }
 

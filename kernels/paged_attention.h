@@ -49,6 +49,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/cuda_compat.h"
+#include "kernels/dtype.cuh"
 
 namespace nanoserve {
 
@@ -112,12 +113,13 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
 /// thread blocks, then a combine kernel merges them (flash-decoding). 0 picks 2 when
 /// `head_dim * sizeof(T)` is a multiple of 16 and the pools are 16-byte aligned, else 1.
 /// \tparam T storage type of the pools: float, __half or __nv_bfloat16
-/// \param q              (batch, q_len, n_heads, head_dim) fp32 queries, RoPE applied
+/// \tparam A storage type of q and out (activations): float, __half or __nv_bfloat16
+/// \param q              (batch, q_len, n_heads, head_dim) queries in the activation type A, RoPE applied
 /// \param kv             the layer's K/V pools
 /// \param tables         block tables and context lengths of the batch
 /// \param q_len          queries per sequence, in [1, 64]
 /// \param heads          head counts and width
-/// \param out            (batch, q_len, n_heads, head_dim) fp32
+/// \param out            (batch, q_len, n_heads, head_dim) in A (rounded once)
 /// \param workspace      split-K scratch for version 2 (see
 ///                       paged_attention_decode_workspace_floats); ignored by version 1
 /// \param stream         CUDA stream
@@ -127,10 +129,10 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
 /// \throws std::invalid_argument for bad sizes, n_heads not a multiple of n_kv_heads, a head
 ///         width version 2 cannot load, a partition that is not a whole number of blocks, a
 ///         too small workspace, or a context too long for version 1's shared memory
-template <typename T>
-void launch_paged_attention_decode(const float* q, const PagedKVView<T>& kv,
+template <typename T, typename A = float>
+void launch_paged_attention_decode(const nondeduced_t<A>* q, const PagedKVView<T>& kv,
                                    const DeviceBlockTables& tables, int q_len,
-                                   const AttentionHeads& heads, float* out,
+                                   const AttentionHeads& heads, nondeduced_t<A>* out,
                                    DecodeWorkspace workspace, cudaStream_t stream, int version = 0,
                                    int keys_per_split = kPagedDecodeKeysPerSplit);
 /// @}
@@ -158,7 +160,8 @@ inline constexpr int kPagedPrefillVersions = kAttentionPrefillVersions;
 /// n_kv_heads, batch): the tiles past a shorter sequence's rows exit at once (the varlen grid
 /// of FlashAttention). 0 picks 2.
 /// \tparam T storage type of the pools: float, __half or __nv_bfloat16
-/// \param q            (total_q, n_heads, head_dim) fp32 queries of all sequences, packed
+/// \tparam A storage type of q and out (activations): float, __half or __nv_bfloat16
+/// \param q            (total_q, n_heads, head_dim) queries in A of all sequences, packed
 /// \param cu_seqlens_q (batch + 1) device prefix sums of the Q_b: [0, Q_0, Q_0 + Q_1, …];
 ///                     entries are clamped into [0, total_q]
 /// \param total_q      rows of q and out (0 launches nothing)
@@ -167,16 +170,16 @@ inline constexpr int kPagedPrefillVersions = kAttentionPrefillVersions;
 /// \param kv           the layer's K/V pools
 /// \param tables       block tables and context lengths of the batch
 /// \param heads        head counts and width
-/// \param out          (total_q, n_heads, head_dim) fp32
+/// \param out          (total_q, n_heads, head_dim) in A (rounded once)
 /// \param stream       CUDA stream
 /// \param version      0 (auto) or 1..kPagedPrefillVersions
 /// \throws std::invalid_argument for bad sizes or head counts, or a context too long for
 ///         version 1's shared memory
-template <typename T>
-void launch_paged_attention_prefill(const float* q, const int* cu_seqlens_q, int total_q,
+template <typename T, typename A = float>
+void launch_paged_attention_prefill(const nondeduced_t<A>* q, const int* cu_seqlens_q, int total_q,
                                     int max_q_len, const PagedKVView<T>& kv,
                                     const DeviceBlockTables& tables, const AttentionHeads& heads,
-                                    float* out, cudaStream_t stream, int version = 0);
+                                    nondeduced_t<A>* out, cudaStream_t stream, int version = 0);
 /// @}
 
 }  // namespace nanoserve

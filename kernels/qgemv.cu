@@ -1,6 +1,7 @@
 // W8A16 / W4A16 GEMV for decode: y_b = dequant(W) x_b for a small batch b of input vectors.
-//   W (rows, cols) quantized (kernels/qlinear_common.cuh); x (batch, cols) fp32; y (batch, rows)
-//   fp32. Dequantized in registers, accumulated in fp32.
+//   W (rows, cols) quantized (kernels/qlinear_common.cuh); x (batch, cols) in activation type A
+//   (fp32, fp16, bf16: true W4A16 / W8A16); y (batch, rows) in A or fp32. Dequantized in
+//   registers, accumulated in fp32.
 //
 // The kernels are gemv.cuh's, shared with the dense GEMV (kernels/gemv.cu), so v01–v03 are the
 // same ideas as gemv v01–v03: v01 and v02 over the element loader QuantWeights, v03+ the chunk
@@ -65,8 +66,9 @@ static_assert(kQGemvMaxBatch == kGemvMaxBatch, "one pass of the shared chunk loo
 // One version of v03–v06: the chunk loop with kRows rows per warp and kUnroll chunks in flight
 // over QuantChunks<bits, Dequant, kDeferAtBatch1> where the chunk path applies, and over one
 // element at a time (one row per warp) otherwise.
-template <int kRows, int kUnroll, template <int> class Dequant, bool kDeferAtBatch1 = false>
-void run_chunked(const QuantizedWeightView& w, const float* x, float* y, int batch,
+template <int kRows, int kUnroll, template <int> class Dequant, bool kDeferAtBatch1 = false,
+          typename X, typename Y>
+void run_chunked(const QuantizedWeightView& w, const X* x, Y* y, int batch,
                  cudaStream_t stream, Epilogue epilogue) {
   if (!qgemv_detail::chunk_path_applies(w, x)) {
     gemv_detail::launch_gemv_chunks<1, kUnroll>(gemv_detail::ElementChunks<QuantWeights>{{w}}, x,
@@ -82,10 +84,10 @@ void run_chunked(const QuantizedWeightView& w, const float* x, float* y, int bat
   }
 }
 
-template <int kVersion>
-void quant_gemv(const char* op, const QuantizedWeightView& w, const float* x, float* y,
+template <int kVersion, typename X, typename Y>
+void quant_gemv(const char* op, const QuantizedWeightView& w, const X* x, Y* y,
                 int batch, cudaStream_t stream, Epilogue epilogue) {
-  if (check_quant_linear_args(op, w, x, y, batch)) return;
+  if (check_quant_linear_args(op, w, x, y, batch, sizeof(X), sizeof(Y))) return;
   if constexpr (kVersion <= 2) {
     gemv_detail::launch_gemv_elementwise<kVersion>(QuantWeights{w}, x, y, batch, stream,
                                                    epilogue);
@@ -109,13 +111,20 @@ void quant_gemv(const char* op, const QuantizedWeightView& w, const float* x, fl
 // ---------------------------------------------------------------------------------------------
 // dispatch (launch_qgemv is v06)
 
-NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv_v01, quant_gemv, 1)
-NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv_v02, quant_gemv, 2)
-NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv_v03, quant_gemv, 3)
-NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv_v04, quant_gemv, 4)
-NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv_v05, quant_gemv, 5)
-NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv_v06, quant_gemv, 6)
-NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv, quant_gemv, 6)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv_v01, quant_gemv, 1,
+                                NANOSERVE_QUANT_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv_v02, quant_gemv, 2,
+                                NANOSERVE_QUANT_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv_v03, quant_gemv, 3,
+                                NANOSERVE_QUANT_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv_v04, quant_gemv, 4,
+                                NANOSERVE_QUANT_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv_v05, quant_gemv, 5,
+                                NANOSERVE_QUANT_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv_v06, quant_gemv, 6,
+                                NANOSERVE_QUANT_LINEAR_INSTANTIATE_FP32)
+NANOSERVE_QUANT_LINEAR_LAUNCHER(launch_qgemv, quant_gemv, 6,
+                                NANOSERVE_QUANT_LINEAR_INSTANTIATE)
 NANOSERVE_QUANT_LINEAR_VERSION_LAUNCHER(launch_qgemv_version, quant_gemv, kQGemvVersions)
 
 }  // namespace nanoserve

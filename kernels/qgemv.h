@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// \brief W8A16 / W4A16 GEMV for decode: `y_b = dequant(W) x_b` for a small batch of fp32 input
+/// \brief W8A16 / W4A16 GEMV for decode: `y_b = dequant(W) x_b` for a small batch of input
 /// vectors, W weight-only quantized (INT8 or INT4 codes, per-group fp16 scales and optional
 /// zero points, optional act-order g_idx; layout: kernels/qlinear_common.cuh), dequantized on
 /// the fly in registers, fp32 accumulation.
@@ -26,10 +26,15 @@
 /// general path (the same chunk loop, one element at a time, group looked up per element):
 /// correct for every shape, only slower.
 ///
+/// The numbered versions and launch_qgemv_version are built for fp32 activations (A = O =
+/// float); launch_qgemv for every activation type A (true W4A16 / W8A16 with fp16/bf16) and
+/// output O = A or fp32.
+///
 /// Every launcher throws std::invalid_argument for a bad view or buffer
 /// (`check_quant_linear_args`).
 
 #include "kernels/cuda_compat.h"
+#include "kernels/dtype.cuh"
 #include "kernels/linear_common.cuh"
 #include "kernels/qlinear_common.cuh"
 
@@ -44,44 +49,60 @@ inline constexpr int kQGemvMaxBatch = 16;
 
 /// \brief v01: one thread per output element (the baseline).
 /// \param w        quantized weights W (rows, cols), see QuantizedWeightView
-/// \param x        (batch, cols) device inputs, fp32
-/// \param y        (batch, rows) device outputs, fp32; must not alias x or W's arrays
+/// \param x        (batch, cols) device inputs in activation type A (fp32, fp16, bf16)
+/// \param y        (batch, rows) device outputs in O (A, or fp32); must not alias x or W's arrays
 /// \param batch    number of input vectors (0 launches nothing)
 /// \param stream   CUDA stream
 /// \param epilogue store (y = W x) or accumulate (y += W x, the fused residual add)
-void launch_qgemv_v01(const QuantizedWeightView& w, const float* x, float* y, int batch,
+template <typename A = float, typename O = A>
+void launch_qgemv_v01(const QuantizedWeightView& w, const nondeduced_t<A>* x, nondeduced_t<O>* y,
+                      int batch,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 /// \brief v02: one warp per row, one element per lane and step. Parameters as
 /// launch_qgemv_v01.
-void launch_qgemv_v02(const QuantizedWeightView& w, const float* x, float* y, int batch,
+template <typename A = float, typename O = A>
+void launch_qgemv_v02(const QuantizedWeightView& w, const nondeduced_t<A>* x, nondeduced_t<O>* y,
+                      int batch,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 /// \brief v03: 16-byte code loads, per-load scale, 8 rows per block, batch in registers.
 /// Parameters as launch_qgemv_v01.
-void launch_qgemv_v03(const QuantizedWeightView& w, const float* x, float* y, int batch,
+template <typename A = float, typename O = A>
+void launch_qgemv_v03(const QuantizedWeightView& w, const nondeduced_t<A>* x, nondeduced_t<O>* y,
+                      int batch,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 /// \brief v04: v03 with exponent-trick dequantization. Parameters as launch_qgemv_v01.
-void launch_qgemv_v04(const QuantizedWeightView& w, const float* x, float* y, int batch,
+template <typename A = float, typename O = A>
+void launch_qgemv_v04(const QuantizedWeightView& w, const nondeduced_t<A>* x, nondeduced_t<O>* y,
+                      int batch,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 /// \brief v05: v04 with two rows per warp. Parameters as launch_qgemv_v01.
-void launch_qgemv_v05(const QuantizedWeightView& w, const float* x, float* y, int batch,
+template <typename A = float, typename O = A>
+void launch_qgemv_v05(const QuantizedWeightView& w, const nondeduced_t<A>* x, nondeduced_t<O>* y,
+                      int batch,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 /// \brief v06: v05 with the scale deferred to once per chunk at batch 1. Parameters as
 /// launch_qgemv_v01.
-void launch_qgemv_v06(const QuantizedWeightView& w, const float* x, float* y, int batch,
+template <typename A = float, typename O = A>
+void launch_qgemv_v06(const QuantizedWeightView& w, const nondeduced_t<A>* x, nondeduced_t<O>* y,
+                      int batch,
                       cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 /// \brief Runs version `version` (1..kQGemvVersions; anything else throws
 /// std::invalid_argument). Parameters as launch_qgemv_v01.
-void launch_qgemv_version(int version, const QuantizedWeightView& w, const float* x, float* y,
+template <typename A = float, typename O = A>
+void launch_qgemv_version(int version, const QuantizedWeightView& w, const nondeduced_t<A>* x,
+                          nondeduced_t<O>* y,
                           int batch, cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 /// \brief The best quantized GEMV version (v06). Parameters as launch_qgemv_v01.
-void launch_qgemv(const QuantizedWeightView& w, const float* x, float* y, int batch,
+template <typename A = float, typename O = A>
+void launch_qgemv(const QuantizedWeightView& w, const nondeduced_t<A>* x, nondeduced_t<O>* y,
+                  int batch,
                   cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 }  // namespace nanoserve

@@ -36,7 +36,7 @@ constexpr int kWordValues = 32 / kBits;
 /// \brief Whether the chunk path applies: no act-order, whole 16-byte chunks per row (cols a
 /// multiple of 32 for INT4, 16 for INT8 — which also keeps every row of x 16-byte aligned),
 /// groups made of whole chunks, and 16-byte aligned codes and inputs.
-inline bool chunk_path_applies(const QuantizedWeightView& w, const float* x) {
+inline bool chunk_path_applies(const QuantizedWeightView& w, const void* x) {
   const int values = 128 / w.bits;
   return w.g_idx == nullptr && w.cols % values == 0 && w.group_size % values == 0 &&
          aligned16(w.qweight) && aligned16(x);
@@ -179,9 +179,9 @@ struct QuantChunks : QuantizedWeightView {
   /// `c, c + 32, …` of this lane: all kCount × kRows loads are issued before the first is
   /// used, so that many independent requests per lane are in flight at once (bandwidth = bytes
   /// in flight / latency).
-  template <int kBatch, int kRows, int kCount>
+  template <int kBatch, int kRows, int kCount, typename X>
   __device__ __forceinline__ void accumulate(const int (&row_of)[kRows],
-                                             const float* __restrict__ x, int batch, int c,
+                                             const X* __restrict__ x, int batch, int c,
                                              float (&acc)[kRows][kBatch]) const {
     using D = std::conditional_t<kDeferAtBatch1 && kBatch == 1, DeferredScaleDequant<kBits>,
                                  Dequant<kBits>>;
@@ -210,7 +210,7 @@ struct QuantChunks : QuantizedWeightView {
         p[r] = D::params(to_float(scales[i]),
                          zeros != nullptr ? to_float(zeros[i]) : symmetric_zero);
       }
-      const float* x_chunk = x + static_cast<std::int64_t>(chunk) * kValues;  // (kValues) of x_0
+      const X* x_chunk = x + static_cast<std::int64_t>(chunk) * kValues;  // (kValues) of x_0
       // Deferred scale (v06): per-position sums of this chunk, scaled once at its end.
       constexpr int kParts = D::kDeferScale ? 16 / kBits : 1;
       float part[kRows][kBatch][kParts];
@@ -233,7 +233,7 @@ struct QuantChunks : QuantizedWeightView {
         for (int b = 0; b < kBatch; ++b) {
           if (b < batch) {  // uniform across the warp
             float xv[kWord];  // loaded once, used by every row of the warp
-            load_floats<kWord>(x_chunk + static_cast<std::int64_t>(b) * cols + k * kWord, xv);
+            load_as_floats<kWord>(x_chunk + static_cast<std::int64_t>(b) * cols + k * kWord, xv);
             NS_UNROLL
             for (int r = 0; r < kRows; ++r) {
               NS_UNROLL

@@ -10,14 +10,20 @@ namespace nanoserve {
 static_assert(kQuantLinearGemvMaxRows <= kQGemvMaxBatch,
               "launch_quant_linear's GEMV path should read W once: keep the switch within a pass");
 
-void launch_quant_linear(const QuantizedWeightView& w, const float* x, float* y, int m,
+template <typename A, typename O>
+void launch_quant_linear(const QuantizedWeightView& w, const nondeduced_t<A>* x,
+                         nondeduced_t<O>* y, int m,
                          cudaStream_t stream, Epilogue epilogue) {
-  if (check_quant_linear_args("launch_quant_linear", w, x, y, m)) return;
+  if (check_quant_linear_args("launch_quant_linear", w, x, y, m, sizeof(A), sizeof(O))) {
+    return;
+  }
   if (m <= kQuantLinearGemvMaxRows) {
-    launch_qgemv(w, x, y, m, stream, epilogue);
+    launch_qgemv<A, O>(w, x, y, m, stream, epilogue);
   } else {
-    launch_qgemm(w, x, y, m, stream, epilogue);
+    launch_qgemm<A, O>(w, x, y, m, stream, epilogue);
   }
 }
+
+NANOSERVE_QUANT_LINEAR_INSTANTIATE(launch_quant_linear, )
 
 }  // namespace nanoserve

@@ -5,6 +5,7 @@
 /// (prefill) by the number of rows — the quantized counterpart of `launch_linear`.
 
 #include "kernels/cuda_compat.h"
+#include "kernels/dtype.cuh"
 #include "kernels/linear_common.cuh"
 #include "kernels/qlinear_common.cuh"
 
@@ -24,12 +25,14 @@ inline constexpr int kQuantLinearGemvMaxRows = 16;
 /// launch_qgemv for `m <= kQuantLinearGemvMaxRows`, launch_qgemm beyond. Throws
 /// std::invalid_argument for a bad view or buffer (`check_quant_linear_args`).
 /// \param w        quantized weights W (n = w.rows, k = w.cols), see QuantizedWeightView
-/// \param x        (m, k) device inputs, fp32
-/// \param y        (m, n) device outputs, fp32; must not alias x or W's arrays
+/// \param x        (m, k) device inputs in activation type A (fp32, fp16, bf16)
+/// \param y        (m, n) device outputs in O (A, or fp32); must not alias x or W's arrays
 /// \param m        input rows (tokens); 0 launches nothing
 /// \param stream   CUDA stream
 /// \param epilogue store or accumulate (the residual add fused after wo and w2)
-void launch_quant_linear(const QuantizedWeightView& w, const float* x, float* y, int m,
+template <typename A = float, typename O = A>
+void launch_quant_linear(const QuantizedWeightView& w, const nondeduced_t<A>* x,
+                         nondeduced_t<O>* y, int m,
                          cudaStream_t stream, Epilogue epilogue = Epilogue::kStore);
 
 }  // namespace nanoserve

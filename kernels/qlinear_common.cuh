@@ -23,12 +23,14 @@
 /// Groups run along the input dimension; the last one is narrower when `group_size` does not
 /// divide `cols` (stories260K's hidden width 172 = 5·32 + 12).
 ///
-/// Activations stay fp32 (x in, y out) and every product is accumulated in fp32 — "A16" in
-/// W4A16 names the activation width of the usual fp16 engines; here it is wider, not narrower.
+/// Activations x and y are in the activation type A (fp32, fp16 or bf16; y may be fp32 for the
+/// logits), so with fp16/bf16 activations these are true W8A16 / W4A16 kernels; every product is
+/// accumulated in fp32, x widened as it is loaded, y rounded once when it is stored.
 /// The dequantized value `s · (q − z)` is exact in fp32 (an 11-bit fp16 mantissa times an
 /// integer of at most 9 bits), so a kernel multiplies exactly the numbers that the oracle run on
 /// `QuantizedLinear::dequantize()` multiplies; only the order of the additions differs.
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -67,14 +69,15 @@ struct QuantizedWeightView {
 /// throws std::invalid_argument naming `op`, the field and its value.
 ///
 /// Checked: sizes >= 0, bits 4 or 8, group_size >= 1, non-null buffers where data is read or
-/// written, and the alignment every element access needs (fp16 arrays on 2 bytes, g_idx, x and
-/// y on 4). Not checkable on the host, and so the caller's contract (QuantizedLinear::validate
+/// written, and the alignment every element access needs (fp16 arrays on 2 bytes, g_idx on 4, x
+/// and y on their element size: `x_align` / `y_align`, 4 for fp32, 2 for fp16/bf16). Not checkable on the host, and so the caller's contract (QuantizedLinear::validate
 /// checks it when a model is loaded): g_idx entries in [0, groups()), zero points in the code
 /// range. `batch == 0` or `rows == 0` is a valid empty launch; `cols == 0` is an empty sum
 /// (Y = 0, or Y unchanged when accumulating).
 /// \return true when there is nothing to launch
-inline bool check_quant_linear_args(const char* op, const QuantizedWeightView& w, const float* x,
-                                    const float* y, int batch) {
+inline bool check_quant_linear_args(const char* op, const QuantizedWeightView& w, const void* x,
+                                    const void* y, int batch, std::size_t x_align = 4,
+                                    std::size_t y_align = 4) {
   const auto fail = [op](const std::string& what) {
     throw std::invalid_argument(std::string(op) + ": " + what);
   };
@@ -91,7 +94,7 @@ inline bool check_quant_linear_args(const char* op, const QuantizedWeightView& w
   if (w.cols < 0) fail("cols = " + std::to_string(w.cols) + " must be >= 0");
   if (batch == 0 || w.rows == 0) return true;
   if (y == nullptr) fail("y is null");
-  if (misaligned(y, 4)) fail("y is not 4-byte aligned");
+  if (misaligned(y, y_align)) fail("y is not " + std::to_string(y_align) + "-byte aligned");
   if (w.cols == 0) return false;
   if (w.qweight == nullptr) fail("qweight is null");
   if (w.scales == nullptr) fail("scales is null");
@@ -99,28 +102,57 @@ inline bool check_quant_linear_args(const char* op, const QuantizedWeightView& w
   if (misaligned(w.scales, 2)) fail("scales is not 2-byte aligned");
   if (misaligned(w.zeros, 2)) fail("zeros is not 2-byte aligned");
   if (misaligned(w.g_idx, 4)) fail("g_idx is not 4-byte aligned");
-  if (misaligned(x, 4)) fail("x is not 4-byte aligned");
+  if (misaligned(x, x_align)) fail("x is not " + std::to_string(x_align) + "-byte aligned");
   return false;
 }
 
+/// \brief Instantiates the quantized launcher `name` (prefix `pre...`: nothing, or `int,` for a
+/// version launcher) for every (activation, output) pair of NANOSERVE_FOR_EACH_ACT_OUT_PAIR.
+#define NANOSERVE_QUANT_LINEAR_INSTANTIATE(name, ...)                                        \
+  template void name<float, float>(__VA_ARGS__ const QuantizedWeightView&, const float*,    \
+                                   float*, int, cudaStream_t, Epilogue);                    \
+  template void name<__half, __half>(__VA_ARGS__ const QuantizedWeightView&, const __half*, \
+                                     __half*, int, cudaStream_t, Epilogue);                 \
+  template void name<__half, float>(__VA_ARGS__ const QuantizedWeightView&, const __half*,  \
+                                    float*, int, cudaStream_t, Epilogue);                   \
+  template void name<__nv_bfloat16, __nv_bfloat16>(__VA_ARGS__ const QuantizedWeightView&,  \
+                                                   const __nv_bfloat16*, __nv_bfloat16*,    \
+                                                   int, cudaStream_t, Epilogue);            \
+  template void name<__nv_bfloat16, float>(__VA_ARGS__ const QuantizedWeightView&,          \
+                                           const __nv_bfloat16*, float*, int, cudaStream_t, \
+                                           Epilogue);
+
+/// \brief Instantiates the quantized launcher `name` for fp32 activations only (the numbered
+/// versions kept for comparison; see NANOSERVE_DENSE_LINEAR_INSTANTIATE_FP32).
+#define NANOSERVE_QUANT_LINEAR_INSTANTIATE_FP32(name, ...)                                 \
+  template void name<float, float>(__VA_ARGS__ const QuantizedWeightView&, const float*,  \
+                                   float*, int, cudaStream_t, Epilogue);
+
 /// \brief Defines the public quantized launcher `name` (`launch_qgemv_v01`, `launch_qgemm`, …:
 /// w, x, y, rows, stream, epilogue) as `impl<version>("name", w, x, …)`, one line per version
-/// for both quantized families (as NANOSERVE_DENSE_LINEAR_LAUNCHER for the dense ones).
-#define NANOSERVE_QUANT_LINEAR_LAUNCHER(name, impl, version)                             \
-  void name(const QuantizedWeightView& w, const float* x, float* y, int rows,           \
+/// for both quantized families (as NANOSERVE_DENSE_LINEAR_LAUNCHER for the dense ones),
+/// instantiated by `instantiate` (NANOSERVE_QUANT_LINEAR_INSTANTIATE or its _FP32 form).
+#define NANOSERVE_QUANT_LINEAR_LAUNCHER(name, impl, version, instantiate)                \
+  template <typename A, typename O>                                                     \
+  void name(const QuantizedWeightView& w, const nondeduced_t<A>* x, nondeduced_t<O>* y,  \
+            int rows,                                                                   \
             cudaStream_t stream, Epilogue epilogue) {                                   \
     impl<version>(#name, w, x, y, rows, stream, epilogue);                              \
-  }
+  }                                                                                     \
+  instantiate(name, )
 
 /// \brief Defines `name(version, w, x, …)`, the public quantized launcher of a run-time
 /// version 1..`count` (`impl<version>`; any other number throws std::invalid_argument).
 #define NANOSERVE_QUANT_LINEAR_VERSION_LAUNCHER(name, impl, count)                             \
-  void name(int version, const QuantizedWeightView& w, const float* x, float* y, int rows,    \
+  template <typename A, typename O>                                                           \
+  void name(int version, const QuantizedWeightView& w, const nondeduced_t<A>* x,             \
+            nondeduced_t<O>* y, int rows,                                                     \
             cudaStream_t stream, Epilogue epilogue) {                                         \
     kargs::run_version<count>(#name, version, [&](auto v) {                                   \
       impl<decltype(v)::value>(#name, w, x, y, rows, stream, epilogue);                       \
     });                                                                                       \
-  }
+  }                                                                                           \
+  NANOSERVE_QUANT_LINEAR_INSTANTIATE_FP32(name, int, )
 
 /// \brief The code of element (`row`, `col`) (INT4: low nibble for even columns).
 __device__ __forceinline__ int quant_code(const QuantizedWeightView& w, int row, int col) {

@@ -1,10 +1,11 @@
 #pragma once
 /// \file
-/// \brief RMSNorm (Zhang & Sennrich 2019) of each row of fp32 activations with a gain vector
-/// in the storage type: `out = x / sqrt(mean(x²) + eps) * gain`, the normalisation before
+/// \brief RMSNorm (Zhang & Sennrich 2019) of each row of activations (fp32, fp16 or bf16) with
+/// a gain vector in the weights' storage type: `out = x / sqrt(mean(x²) + eps) * gain`, the normalisation before
 /// attention, before the MLP and before the classifier.
 
 #include "kernels/cuda_compat.h"
+#include "kernels/dtype.cuh"
 
 namespace nanoserve {
 
@@ -18,18 +19,22 @@ inline constexpr int kRmsnormVersions = 2;
 /// 2 = one warp per row, several rows per block (shuffles only: no shared memory, no
 /// `__syncthreads`), better for the small widths of small models. 0 picks 2 when
 /// `dim <= 1024`, else 1.
+/// The row is widened to fp32, the mean of squares, the scale and the product are fp32, and
+/// each output is rounded once to A.
 /// \tparam T storage type of the gain: float, __half or __nv_bfloat16
-/// \param x       (rows, dim) fp32 activations
+/// \tparam A storage type of the activations x and out: float, __half or __nv_bfloat16
+/// \param x       (rows, dim) activations
 /// \param gain    (dim) learned scale
 /// \param rows    number of rows (0 launches nothing)
 /// \param dim     values per row (>= 1)
 /// \param eps     added to the mean of squares inside the root
-/// \param out     (rows, dim) fp32; may alias `x` (in place)
+/// \param out     (rows, dim) activations; may alias `x` (in place)
 /// \param stream  CUDA stream
 /// \param version 0 (auto) or 1..kRmsnormVersions
 /// \throws std::invalid_argument for negative rows, dim < 1 or a bad version
-template <typename T>
-void launch_rmsnorm(const float* x, const T* gain, int rows, int dim, float eps, float* out,
+template <typename T, typename A = float>
+void launch_rmsnorm(const nondeduced_t<A>* x, const T* gain, int rows, int dim, float eps,
+                    nondeduced_t<A>* out,
                     cudaStream_t stream, int version = 0);
 
 }  // namespace nanoserve

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/dtype.cuh"
 #include "kernels/kernel_args.h"
 #include "kernels/rope.h"
 
@@ -25,24 +26,26 @@ struct RopeFrequencies {
 // kernels
 
 // Rotates the n_heads heads of one row; cos_t, sin_t (head_dim / 2) shared.
-__device__ __forceinline__ void rotate_heads(float* row, int n_heads, int head_dim,
+template <typename A>
+__device__ __forceinline__ void rotate_heads(A* row, int n_heads, int head_dim,
                                              RopePairing pairing, const float* cos_t,
                                              const float* sin_t) {
   const int half = head_dim / 2;
   for (int idx = threadIdx.x; idx < n_heads * half; idx += blockDim.x) {
     const int h = idx / half, i = idx % half;
-    float* head = row + static_cast<std::int64_t>(h) * head_dim;  // (head_dim)
+    A* head = row + static_cast<std::int64_t>(h) * head_dim;  // (head_dim)
     const int ia = pairing == RopePairing::kAdjacentPairs ? 2 * i : i;
     const int ib = pairing == RopePairing::kAdjacentPairs ? 2 * i + 1 : i + half;
-    const float a = head[ia], b = head[ib], c = cos_t[i], s = sin_t[i];
-    head[ia] = a * c - b * s;
-    head[ib] = a * s + b * c;
+    const float a = to_float(head[ia]), b = to_float(head[ib]), c = cos_t[i], s = sin_t[i];
+    head[ia] = from_float<A>(a * c - b * s);
+    head[ib] = from_float<A>(a * s + b * c);
   }
 }
 
 // q (rows, n_heads, head_dim), k (rows, n_kv_heads, head_dim), positions (rows);
 // grid (rows), block (kBlock)
-__global__ void rope_kernel_v01(float* q, float* k, const int* __restrict__ positions,
+template <typename A>
+__global__ void rope_kernel_v01(A* q, A* k, const int* __restrict__ positions,
                                 int n_heads, int n_kv_heads, int head_dim, RopeFrequencies freqs,
                                 RopePairing pairing) {
   __shared__ float cos_t[kRopeMaxHeadDim / 2];
@@ -76,18 +79,21 @@ void check_rope_shape(const char* op, int rows, int n_heads, int n_kv_heads, int
                      std::to_string(kRopeMaxHeadDim) + "]");
 }
 
-void launch_rope_table(float* q, float* k, const int* positions, int rows, int n_heads,
+template <typename A>
+void launch_rope_table(A* q, A* k, const int* positions, int rows, int n_heads,
                        int n_kv_heads, int head_dim, const RopeFrequencies& freqs,
                        RopePairing pairing, cudaStream_t stream) {
   if (rows == 0) return;
   constexpr int kBlock = 128;
-  launch(rope_kernel_v01, dim3(rows), dim3(kBlock), 0, stream, q, k, positions, n_heads,
+  launch(rope_kernel_v01<A>, dim3(rows), dim3(kBlock), 0, stream, q, k, positions, n_heads,
          n_kv_heads, head_dim, freqs, pairing);
 }
 
 }  // namespace
 
-void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads, int n_kv_heads,
+template <typename A>
+void launch_rope(nondeduced_t<A>* q, nondeduced_t<A>* k, const int* positions, int rows,
+                 int n_heads, int n_kv_heads,
                  int head_dim, float theta, RopePairing pairing, cudaStream_t stream) {
   constexpr const char* kOp = "launch_rope";
   check_rope_shape(kOp, rows, n_heads, n_kv_heads, head_dim);
@@ -100,7 +106,9 @@ void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads
   launch_rope_table(q, k, positions, rows, n_heads, n_kv_heads, head_dim, freqs, pairing, stream);
 }
 
-void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads, int n_kv_heads,
+template <typename A>
+void launch_rope(nondeduced_t<A>* q, nondeduced_t<A>* k, const int* positions, int rows,
+                 int n_heads, int n_kv_heads,
                  int head_dim, const float* inv_freq, RopePairing pairing, cudaStream_t stream) {
   constexpr const char* kOp = "launch_rope";
   check_rope_shape(kOp, rows, n_heads, n_kv_heads, head_dim);
@@ -114,5 +122,13 @@ void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads
   }
   launch_rope_table(q, k, positions, rows, n_heads, n_kv_heads, head_dim, freqs, pairing, stream);
 }
+
+#define NANOSERVE_INSTANTIATE_ROPE(A)                                                          \
+  template void launch_rope<A>(A*, A*, const int*, int, int, int, int, float, RopePairing,     \
+                               cudaStream_t);                                                  \
+  template void launch_rope<A>(A*, A*, const int*, int, int, int, int, const float*,           \
+                               RopePairing, cudaStream_t);
+NANOSERVE_FOR_EACH_STORAGE_TYPE(NANOSERVE_INSTANTIATE_ROPE)
+#undef NANOSERVE_INSTANTIATE_ROPE
 
 }  // namespace nanoserve

@@ -5,6 +5,7 @@
 /// conventions.
 
 #include "kernels/cuda_compat.h"
+#include "kernels/dtype.cuh"
 
 namespace nanoserve {
 
@@ -32,9 +33,11 @@ inline constexpr int kRopeMaxHeadDim = 256;
 /// frequencies `1 / theta^(2i / head_dim)` are computed once on the host in fp32 with the same
 /// expression, and the kernel multiplies `float(position) * freq` in fp32. A frequency that is
 /// one ulp off would move the angle at position 4096 by ~2e-4 rad — larger than the whole
-/// tolerance a kernel test allows — so the device's `powf` is deliberately not used.
-/// \param q          (rows, n_heads, head_dim) queries, fp32, updated in place
-/// \param k          (rows, n_kv_heads, head_dim) keys, fp32, updated in place
+/// tolerance a kernel test allows — so the device's `powf` is deliberately not used. Each pair
+/// is widened to fp32, rotated in fp32 and rounded once to A.
+/// \tparam A storage type of q and k: float, __half or __nv_bfloat16
+/// \param q          (rows, n_heads, head_dim) queries in A, updated in place
+/// \param k          (rows, n_kv_heads, head_dim) keys in A, updated in place
 /// \param positions  (rows) the token position of each row, device memory
 /// \param rows       number of rows (0 launches nothing)
 /// \param n_heads    query heads per row (>= 0)
@@ -44,14 +47,17 @@ inline constexpr int kRopeMaxHeadDim = 256;
 /// \param pairing    which values form a pair
 /// \param stream     CUDA stream
 /// \throws std::invalid_argument for negative sizes, an odd or too large head_dim, theta <= 0
-void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads, int n_kv_heads,
+template <typename A = float>
+void launch_rope(nondeduced_t<A>* q, nondeduced_t<A>* k, const int* positions, int rows,
+                 int n_heads, int n_kv_heads,
                  int head_dim, float theta, RopePairing pairing, cudaStream_t stream);
 
 /// \brief The same rotation with pair i turning at `inv_freq[i]` radians per position, for
 /// models whose frequencies are rescaled (`rope_scaling` linear or llama3: the table of
 /// `rope_frequencies(config)` in common/). The table is copied into the kernel's parameters.
-/// \param q          (rows, n_heads, head_dim) queries, fp32, updated in place
-/// \param k          (rows, n_kv_heads, head_dim) keys, fp32, updated in place
+/// \tparam A storage type of q and k: float, __half or __nv_bfloat16
+/// \param q          (rows, n_heads, head_dim) queries in A, updated in place
+/// \param k          (rows, n_kv_heads, head_dim) keys in A, updated in place
 /// \param positions  (rows) the token position of each row, device memory
 /// \param rows       number of rows (0 launches nothing)
 /// \param n_heads    query heads per row (>= 0)
@@ -61,7 +67,9 @@ void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads
 /// \param pairing    which values form a pair
 /// \param stream     CUDA stream
 /// \throws std::invalid_argument as the theta form, or for a missing or non-positive frequency
-void launch_rope(float* q, float* k, const int* positions, int rows, int n_heads, int n_kv_heads,
+template <typename A = float>
+void launch_rope(nondeduced_t<A>* q, nondeduced_t<A>* k, const int* positions, int rows,
+                 int n_heads, int n_kv_heads,
                  int head_dim, const float* inv_freq, RopePairing pairing, cudaStream_t stream);
 
 }  // namespace nanoserve

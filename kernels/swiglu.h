@@ -1,23 +1,27 @@
 #pragma once
 /// \file
-/// \brief The SwiGLU gate of the Llama MLP (Shazeer 2020): `out = silu(gate) * up` on fp32
-/// activations, between the W1/W3 projections and W2.
+/// \brief The SwiGLU gate of the Llama MLP (Shazeer 2020): `out = silu(gate) * up` on activations
+/// (fp32, fp16 or bf16), between the W1/W3 projections and W2.
 
 #include <cstdint>
 
 #include "kernels/cuda_compat.h"
+#include "kernels/dtype.cuh"
 
 namespace nanoserve {
 
 /// \brief `out[i] = gate[i] / (1 + exp(-gate[i])) * up[i]` for i in [0, n), on `stream`; the
-/// same meaning as `oracle::swiglu`.
-/// \param gate   (n) fp32, `W1 x`
-/// \param up     (n) fp32, `W3 x`
+/// same meaning as `oracle::swiglu`; computed in fp32, rounded once to A.
+/// \tparam A storage type of the activations: float, __half or __nv_bfloat16
+/// \param gate   (n) `W1 x`
+/// \param up     (n) `W3 x`
 /// \param n      number of values (rows × hidden_dim; 0 launches nothing)
-/// \param out    (n) fp32; may alias `gate` or `up`
+/// \param out    (n) may alias `gate` or `up`
 /// \param stream CUDA stream
 /// \throws std::invalid_argument for a negative n
-void launch_swiglu(const float* gate, const float* up, std::int64_t n, float* out,
+template <typename A = float>
+void launch_swiglu(const nondeduced_t<A>* gate, const nondeduced_t<A>* up, std::int64_t n,
+                   nondeduced_t<A>* out,
                    cudaStream_t stream);
 
 }  // namespace nanoserve

@@ -94,4 +94,20 @@ __device__ __forceinline__ void load_floats(const float* p, float (&out)[n]) {
   }
 }
 
+/// \brief `n` consecutive values of storage type T from `p` as fp32: 16-byte loads where whole
+/// vectors fit (fp32: `n` a multiple of 4, fp16/bf16: of 8; `p` 16-byte aligned), scalar loads
+/// otherwise (`p` aligned to its element).
+template <int n, typename T>
+__device__ __forceinline__ void load_as_floats(const T* p, float (&out)[n]) {
+  if constexpr (sizeof(T) == 4) {
+    load_floats<n>(reinterpret_cast<const float*>(p), out);
+  } else if constexpr (n % kVec16<T> == 0) {
+    NS_UNROLL
+    for (int i = 0; i < n; i += kVec16<T>) load16_as_float(p + i, out + i);
+  } else {
+    NS_UNROLL
+    for (int i = 0; i < n; ++i) out[i] = to_float(p[i]);
+  }
+}
+
 }  // namespace nanoserve

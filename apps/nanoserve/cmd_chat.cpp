@@ -37,6 +37,7 @@ struct ChatArgs {
   SamplingParams sampling{0.7f, 0, 0.9f, 0.0f, 42};
   std::string device = "cpu";
   std::string dtype = "fp32";
+  std::string kv_dtype;  // empty: --dtype
 };
 
 int run_chat(const ChatArgs& a) {
@@ -61,11 +62,12 @@ int run_chat(const ChatArgs& a) {
   std::unique_ptr<engine::DeviceModel> device_model;
   std::unique_ptr<Decoder> backend;
   if (a.device == "gpu") {
-    device_model = src.to_device(parse_dtype(a.dtype));
+    const DType dtype = parse_dtype(a.dtype);
+    device_model = src.to_device(dtype);
     backend = std::make_unique<engine::NaiveDecoder>(*device_model, engine::CacheMode::kNaiveCache,
-                                                      context);
+                                                      context, dtype, kv_dtype_or(a.kv_dtype, dtype));
   } else {
-    if (a.dtype != "fp32") throw InvalidArgument("--dtype " + a.dtype + " needs --device gpu (the CPU oracle is fp32)");
+    check_cpu_dtypes(a.dtype, a.kv_dtype);
     backend = std::make_unique<oracle::OracleDecoder>(src.model, context);
   }
 
@@ -141,8 +143,12 @@ Action add_chat(CLI::App& parent) {
       ->check(seed_range());
   c->add_option("--device", args->device, "cpu = the Eigen oracle; gpu = the kernels")
       ->capture_default_str()->check(CLI::IsMember({"cpu", "gpu"}));
-  c->add_option("--dtype", args->dtype, "storage type of weights and KV cache (--device gpu)")
+  c->add_option("--dtype", args->dtype,
+                 "storage type of weights and activations (--device gpu)")
       ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  c->add_option("--kv-dtype", args->kv_dtype,
+                 "storage type of the KV cache (--device gpu; default: --dtype)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   return [args] { return run_chat(*args); };
 }
 

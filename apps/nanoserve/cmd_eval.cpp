@@ -27,6 +27,7 @@ struct EvalArgs {
   eval::EvalOptions options;
   std::string device = "cpu";
   std::string dtype = "fp32";
+  std::string kv_dtype;  // empty: --dtype
   std::string json;
 };
 
@@ -59,12 +60,14 @@ int run_eval(EvalArgs& a) {
     const DType dtype = parse_dtype(a.dtype);
     device_model = src.to_device(dtype);
     const int rows = std::min(a.options.window, 128);  // longer windows run in chunks
-    runner = std::make_unique<engine::ModelRunner>(*device_model, engine::RunnerOptions{rows, rows});
-    cache = std::make_unique<engine::NaiveKVCache>(config, dtype, a.options.window, 1);
+    runner = std::make_unique<engine::ModelRunner>(*device_model,
+                                                   engine::RunnerOptions{rows, rows, dtype});
+    cache = std::make_unique<engine::NaiveKVCache>(config, kv_dtype_or(a.kv_dtype, dtype),
+                                                   a.options.window, 1);
     logits = engine::kernel_logits(*runner, *cache);
     device = engine::device_name() + " · kernels, " + device_model->weight_format() + " weights";
   } else {
-    if (a.dtype != "fp32") throw InvalidArgument("--dtype " + a.dtype + " needs --device gpu (the CPU oracle is fp32)");
+    check_cpu_dtypes(a.dtype, a.kv_dtype);
     logits = eval::oracle_logits(src.model);
     if (src.quantized) device = "CPU oracle (Eigen, fp32, on the dequantized weights)";
   }
@@ -112,8 +115,12 @@ Action add_eval(CLI::App& parent) {
                  "cpu = the Eigen oracle; gpu = the kernels (a GPU, or the CPU simulator in the "
                  "sim build)")
       ->capture_default_str()->check(CLI::IsMember({"cpu", "gpu"}));
-  c->add_option("--dtype", args->dtype, "storage type of weights and KV cache (--device gpu)")
+  c->add_option("--dtype", args->dtype,
+                 "storage type of weights and activations (--device gpu)")
       ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  c->add_option("--kv-dtype", args->kv_dtype,
+                 "storage type of the KV cache (--device gpu; default: --dtype)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   c->add_option("--json", args->json, "also write the result as JSON to this path");
   return [args] { return run_eval(*args); };
 }

@@ -29,6 +29,7 @@ struct GenerateArgs {
   SamplingParams sampling{1.0f, 0, 0.9f, 0.0f, 42};
   std::string device = "cpu";
   std::string dtype = "fp32";
+  std::string kv_dtype;  // empty: --dtype
   std::string json;
 };
 
@@ -52,11 +53,12 @@ int run_generate(const GenerateArgs& a) {
   std::unique_ptr<engine::DeviceModel> device_model;
   std::unique_ptr<Decoder> backend;
   if (a.device == "gpu") {
-    device_model = src.to_device(parse_dtype(a.dtype));
+    const DType dtype = parse_dtype(a.dtype);
+    device_model = src.to_device(dtype);
     backend = std::make_unique<engine::NaiveDecoder>(*device_model, engine::CacheMode::kNaiveCache,
-                                                      positions);
+                                                      positions, dtype, kv_dtype_or(a.kv_dtype, dtype));
   } else {
-    if (a.dtype != "fp32") throw InvalidArgument("--dtype " + a.dtype + " needs --device gpu (the CPU oracle is fp32)");
+    check_cpu_dtypes(a.dtype, a.kv_dtype);
     backend = std::make_unique<oracle::OracleDecoder>(src.model, positions);
   }
 
@@ -129,8 +131,12 @@ Action add_generate(CLI::App& parent) {
                  "cpu = the Eigen oracle; gpu = the kernels (a GPU in the cuda build, the CPU "
                  "simulator in the sim build)")
       ->capture_default_str()->check(CLI::IsMember({"cpu", "gpu"}));
-  c->add_option("--dtype", args->dtype, "storage type of weights and KV cache (--device gpu)")
+  c->add_option("--dtype", args->dtype,
+                 "storage type of weights and activations (--device gpu)")
       ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  c->add_option("--kv-dtype", args->kv_dtype,
+                 "storage type of the KV cache (--device gpu; default: --dtype)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   c->add_option("--json", args->json, "also write the result as JSON to this path");
   return [args] { return run_generate(*args); };
 }

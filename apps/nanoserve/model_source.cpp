@@ -3,12 +3,26 @@
 #include <filesystem>
 
 #include "common/engine/model/quantized_bundle.h"
+#include "common/error.h"
 #include "common/engine/model/quantized_device_model.h"
 #include "common/error.h"
 #include "common/loaders/model_loader.h"
 #include "common/model_bundle.h"
 
 namespace nanoserve::cli {
+
+DType kv_dtype_or(const std::string& kv_dtype, DType activation) {
+  return kv_dtype.empty() ? activation : parse_dtype(kv_dtype);
+}
+
+void check_cpu_dtypes(const std::string& dtype, const std::string& kv_dtype) {
+  for (const std::string* d : {&dtype, &kv_dtype}) {
+    if (!d->empty() && *d != "fp32") {
+      throw InvalidArgument(std::string(d == &dtype ? "--dtype " : "--kv-dtype ") + *d +
+                            " needs --device gpu (the CPU oracle is fp32)");
+    }
+  }
+}
 
 std::unique_ptr<engine::DeviceModel> ModelSource::to_device(DType dtype) const {
   if (quantized) {

@@ -43,4 +43,12 @@ struct ModelSource {
 ModelSource load_model_source(const std::string& model_spec, const std::string& tokenizer_spec,
                               bool device_only = false);
 
+/// \brief The KV cache's storage type: `kv_dtype` parsed, or `activation` when it is empty
+/// (`--kv-dtype` defaults to the activation type).
+DType kv_dtype_or(const std::string& kv_dtype, DType activation);
+
+/// \brief Throws `InvalidArgument` when `--dtype` or `--kv-dtype` asks the CPU oracle (fp32
+/// only) for anything but fp32.
+void check_cpu_dtypes(const std::string& dtype, const std::string& kv_dtype);
+
 }  // namespace nanoserve::cli

@@ -47,6 +47,7 @@ struct Args {
   int steps = 48;
   std::string mode = "both";
   std::string dtype = "fp32";
+  std::string kv_dtype;  // empty: --dtype
   int max_seq_len = 0;
   float temperature = 0.0f;
   std::uint64_t seed = 42;
@@ -59,11 +60,14 @@ struct Args {
 };
 
 // The tolerance --check applies: the oracle runs on the same rounded weights, so what remains
-// is the kernels' arithmetic and the KV cache's storage type (common/tolerances.h says why).
-Tolerance check_tolerance(DType dtype) {
-  switch (dtype) {
-    case DType::kF16: return tol::kKernelForwardFp16;
-    case DType::kBF16: return tol::kKernelForwardBf16;
+// is the kernels' arithmetic, the activations' and the KV cache's storage types
+// (common/tolerances.h says why). --dtype sets weights and activations.
+Tolerance check_tolerance(DType dtype, DType kv_dtype) {
+  // The coarser of the two types decides (bf16 rounds more than fp16, fp16 more than fp32).
+  const auto rank = [](DType t) { return t == DType::kBF16 ? 2 : t == DType::kF16 ? 1 : 0; };
+  switch (rank(kv_dtype) > rank(dtype) ? kv_dtype : dtype) {
+    case DType::kF16: return tol::kKernelForwardActFp16;
+    case DType::kBF16: return tol::kKernelForwardActBf16;
     case DType::kF32: default: return tol::kFp32Forward;
   }
 }
@@ -81,13 +85,14 @@ struct ModeRun {
 
 ModeRun run_mode(const engine::DeviceModel& dm, const Model& oracle_model, engine::CacheMode mode,
                  const std::vector<int>& prompt, const Args& a) {
-  engine::NaiveDecoder backend(dm, mode, a.max_seq_len);
+  const DType kv = a.kv_dtype.empty() ? dm.dtype() : parse_dtype(a.kv_dtype);
+  engine::NaiveDecoder backend(dm, mode, a.max_seq_len, dm.dtype(), kv);
   std::unique_ptr<oracle::OracleDecoder> oracle;
   // The oracle holds what the run needs (its tables are not this chapter's subject).
   const int needed = static_cast<int>(std::min<std::int64_t>(
       oracle_model.config.max_seq_len, std::int64_t(prompt.size()) + a.steps));
   if (a.check) oracle = std::make_unique<oracle::OracleDecoder>(oracle_model, needed);
-  StepProbe probe(backend, oracle.get(), check_tolerance(dm.dtype()));
+  StepProbe probe(backend, oracle.get(), check_tolerance(dm.dtype(), kv));
   GenerateOptions opt;
   opt.max_new_tokens = a.steps;
   opt.sampling.temperature = a.temperature;
@@ -152,6 +157,7 @@ int run(const Args& a) {
   const Tokenizer& tok = *b.tokenizer;
   const ModelConfig& c = b.model.config;
   const DType dtype = parse_dtype(a.dtype);
+  const DType kv_dtype = a.kv_dtype.empty() ? dtype : parse_dtype(a.kv_dtype);
   const std::string device = engine::device_name();  // first: a missing GPU is one clear error
   const roofline::Device* cost_device = cli::cost_device(a.cost_device);
   const engine::DeviceModel dm(b.model, dtype);
@@ -159,7 +165,7 @@ int run(const Args& a) {
   const int max_seq_len = a.max_seq_len == 0 ? c.max_seq_len : a.max_seq_len;
   // The naive slot reserves all of max_seq_len up front — the waste this chapter measures — so
   // a context the file claims (up to 2^20 positions) is checked against the device first.
-  engine::check_device_memory(double(max_seq_len) * double(c.kv_bytes_per_token(dtype_bytes(dtype))),
+  engine::check_device_memory(double(max_seq_len) * double(c.kv_bytes_per_token(dtype_bytes(kv_dtype))),
                               "the naive KV slot of " + std::to_string(max_seq_len) +
                                   " positions (--max-seq-len; 0 = the model's context)");
   const std::string model_name = c.name.substr(c.name.find_last_of('/') + 1);  // file name only
@@ -172,6 +178,7 @@ int run(const Args& a) {
   std::printf("  device  %s [%s backend]\n  weights %s, %s on the device\n", device.c_str(),
               engine::kernel_backend(), dtype_name(dtype),
               format_bytes(dm.weight_bytes()).c_str());
+  if (kv_dtype != dtype) std::printf("  KV cache %s (activations %s)\n", dtype_name(kv_dtype), dtype_name(dtype));
 
   nlohmann::json report = make_report("ch01_naive_kv_cache", engine::kernel_backend(), device);
   report["step_clock"] = harness::step_clock_name();
@@ -200,7 +207,7 @@ int run(const Args& a) {
     report["cost_model"] = cli::cost_model_json(*cost_device, roofline::Precision::dense(dtype_bytes(dtype)));
   }
   if (a.check) {
-    const Tolerance t = check_tolerance(dtype);
+    const Tolerance t = check_tolerance(dtype, kv_dtype);
     for (const ModeRun& r : runs) {
       std::printf("  check %-11s vs CPU oracle (same %s weights, fp32 KV): %s (tolerance atol %g, rtol %g)%s%s\n",
                   engine::to_string(r.mode), dtype_name(dtype), r.check_ok ? "OK" : "FAILED",
@@ -210,7 +217,7 @@ int run(const Args& a) {
   }
 
   // Memory: what this model's KV costs, and what a naive reservation wastes.
-  print_kv_per_token(c, dtype_bytes(dtype), max_seq_len, records);
+  print_kv_per_token(c, dtype_bytes(kv_dtype), max_seq_len, records);
   for (const ModeRun& r : runs) {
     if (r.mode != engine::CacheMode::kNaiveCache) continue;
     std::printf("  this run's request: %d positions cached, %s used of %s reserved (%.1f%%)\n",
@@ -221,7 +228,7 @@ int run(const Args& a) {
   int longest = 0;
   for (const harness::RequestShape& r : batch) longest = std::max(longest, r.cached_positions());
   if (longest <= max_seq_len) {
-    print_utilization(replay_utilization(batch, max_seq_len, c.kv_bytes_per_token(dtype_bytes(dtype))),
+    print_utilization(replay_utilization(batch, max_seq_len, c.kv_bytes_per_token(dtype_bytes(kv_dtype))),
                       max_seq_len, records);
   } else {
     std::printf("\n(reserved vs used: the mixed batch needs regions of %d positions; "
@@ -232,6 +239,7 @@ int run(const Args& a) {
   for (const ModeRun& r : runs) {
     records.push_back({{"table", "generation"}, {"mode", engine::to_string(r.mode)},
                        {"model", model_name}, {"dtype", dtype_name(dtype)},
+                       {"kv_dtype", dtype_name(kv_dtype)},
                        {"prompt_tokens", r.result.prompt_tokens},
                        {"generated_tokens", r.result.generated()}, {"tokens", r.result.tokens},
                        {"check_ok", r.check_ok}});
@@ -253,7 +261,9 @@ int main(int argc, char** argv) {
   app.add_option("--steps,-n", a.steps, "tokens to generate")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   app.add_option("--mode", a.mode, "which decoding to run")->capture_default_str()
       ->check(CLI::IsMember({"no-cache", "naive-cache", "both"}));
-  app.add_option("--dtype", a.dtype, "storage type of weights and KV cache")->capture_default_str()
+  app.add_option("--dtype", a.dtype, "storage type of weights and activations")->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--kv-dtype", a.kv_dtype, "storage type of the KV cache (default: --dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--max-seq-len", a.max_seq_len, "positions one KV region reserves; 0 = the model's context")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));

@@ -46,6 +46,7 @@ struct Args {
   std::string model = default_model_spec();
   std::string tokenizer;
   std::string dtype = "fp32";
+  std::string kv_dtype;  // empty: --dtype
   int block_size = 16;
   std::string json;
   bool tour = false;
@@ -75,6 +76,11 @@ struct Scenarios {
   bool utilization = false, multiturn = false, sampling = false;
 };
 
+// The KV cache's storage type: --kv-dtype, or the model's (--dtype) when it is not given.
+DType kv_dtype_of(const Args& a, const engine::DeviceModel& dm) {
+  return a.kv_dtype.empty() ? dm.dtype() : parse_dtype(a.kv_dtype);
+}
+
 void run_utilization(const ModelBundle& b, const engine::DeviceModel& dm, const Args& a,
                      nlohmann::json& records) {
   const ModelConfig& c = b.model.config;
@@ -82,7 +88,7 @@ void run_utilization(const ModelBundle& b, const engine::DeviceModel& dm, const 
   u.max_seq_len = a.max_seq_len == 0 ? c.max_seq_len : a.max_seq_len;
   u.regions = a.regions;
   u.block_size = a.block_size;
-  u.bytes_per_token = c.kv_bytes_per_token(dtype_bytes(dm.dtype()));
+  u.bytes_per_token = c.kv_bytes_per_token(dtype_bytes(kv_dtype_of(a, dm)));
   // The replay admits requests until the budget is full, so its host memory follows the budget:
   // a stated limit, rather than a context of 2^20 positions from a file times --regions.
   constexpr std::int64_t kMaxBudgetPositions = 1 << 22;
@@ -102,6 +108,7 @@ void run_utilization(const ModelBundle& b, const engine::DeviceModel& dm, const 
   served.seed = a.seed;
   served.stop_tokens = {b.tokenizer->eos_id(), b.tokenizer->bos_id()};
   served.max_new_tokens = a.serve_tokens;
+  served.kv_dtype = kv_dtype_of(a, dm);
   // Real stories as prompts when there is a real model and the text sample (its stories end
   // with EOS, so the outputs have the model's lengths); otherwise synthetic prompts.
   const auto sample = find_data_file("tinystories_valid_sample.txt");
@@ -128,6 +135,7 @@ bool run_multiturn_scenario(const ModelBundle& b, const engine::DeviceModel& dm,
   m.max_new_tokens = a.turn_tokens;
   m.max_turns = a.max_turns;
   m.max_sessions = a.max_sessions;
+  m.kv_dtype = kv_dtype_of(a, dm);
   const std::string file = path.substr(path.find_last_of('/') + 1);
   std::fprintf(stderr, "multiturn: %s, prefix caching off ...\n", file.c_str());
   const MultiturnRun off = run_multiturn(dm, *b.tokenizer, script, m, false);
@@ -154,6 +162,7 @@ bool run_sampling_scenario(const ModelBundle& b, const engine::DeviceModel& dm, 
   p.block_size = a.block_size;
   p.num_blocks = a.num_blocks;
   p.temperature = a.temperature;
+  p.kv_dtype = kv_dtype_of(a, dm);
   p.top_p = a.top_p;
   p.seed = a.seed;
   p.stop_tokens = {b.tokenizer->eos_id(), b.tokenizer->bos_id()};
@@ -162,7 +171,7 @@ bool run_sampling_scenario(const ModelBundle& b, const engine::DeviceModel& dm, 
   const ParallelSamplingRun unshared = run_parallel_sampling(dm, prompt, p, false);
   const ParallelSamplingRun shared = run_parallel_sampling(dm, prompt, p, true);
   const std::int64_t bytes_per_block =
-      std::int64_t(a.block_size) * b.model.config.kv_bytes_per_token(dtype_bytes(dm.dtype()));
+      std::int64_t(a.block_size) * b.model.config.kv_bytes_per_token(dtype_bytes(kv_dtype_of(a, dm)));
   const bool same = print_parallel_sampling(unshared, shared, p, int(prompt.size()),
                                             bytes_per_block, records);
   for (std::size_t i = 0; i < shared.samples.size() && i < 2; ++i) {
@@ -179,6 +188,7 @@ int run(const Args& a, Scenarios s) {
   const DType dtype = parse_dtype(a.dtype);
   const std::string device = engine::device_name();  // first: a missing GPU is one clear error
   const engine::DeviceModel dm(b.model, dtype);
+  const DType kv_dtype = kv_dtype_of(a, dm);
   const std::string model_name = c.name.substr(c.name.find_last_of('/') + 1);
 
   std::printf("ch02_paged_kv_cache: paged KV cache, PagedAttention and prefix caching\n");
@@ -186,8 +196,9 @@ int run(const Args& a, Scenarios s) {
               model_name.c_str(), c.dim, c.n_layers, c.n_kv_heads, c.head_dim, c.max_seq_len,
               b.format == ModelFormat::kSynthetic ? "\n          synthetic: random weights, meaningless text" : "");
   std::printf("  device  %s [%s backend]\n  KV      %s, %s per token, blocks of %d positions\n",
-              device.c_str(), engine::kernel_backend(), dtype_name(dtype),
-              format_bytes(c.kv_bytes_per_token(dtype_bytes(dtype))).c_str(), a.block_size);
+              device.c_str(), engine::kernel_backend(), dtype_name(kv_dtype),
+              format_bytes(c.kv_bytes_per_token(dtype_bytes(kv_dtype))).c_str(), a.block_size);
+  if (kv_dtype != dtype) std::printf("  weights and activations %s\n", dtype_name(dtype));
 
   nlohmann::json report = make_report("ch02_paged_kv_cache", engine::kernel_backend(), device);
   report["model"] = model_name;
@@ -199,7 +210,7 @@ int run(const Args& a, Scenarios s) {
   bool ok = true;
   if (s.multiturn || s.sampling) {
     engine::check_device_memory(double(a.num_blocks) * a.block_size *
-                                    double(c.kv_bytes_per_token(dtype_bytes(dtype))),
+                                    double(c.kv_bytes_per_token(dtype_bytes(kv_dtype))),
                                 "the KV pool of --num-blocks " + std::to_string(a.num_blocks) +
                                     " x --block-size " + std::to_string(a.block_size));
   }
@@ -225,7 +236,9 @@ int main(int argc, char** argv) {
   app.fallthrough();  // the shared flags may also follow the subcommand
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
   app.add_option("--tokenizer,-z", a.tokenizer, "tokenizer file (default: found from the model)");
-  app.add_option("--dtype", a.dtype, "storage type of weights and KV cache")->capture_default_str()
+  app.add_option("--dtype", a.dtype, "storage type of weights and activations")->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--kv-dtype", a.kv_dtype, "storage type of the KV cache (default: --dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--block-size", a.block_size, "positions per KV block")->capture_default_str()
       ->check(CLI::Range(1, 4096));

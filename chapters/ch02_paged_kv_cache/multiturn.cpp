@@ -39,7 +39,8 @@ MultiturnRun run_multiturn(const engine::DeviceModel& model, const Tokenizer& to
   // positions), sizes the cache's tables and the runner's rows.
   const int positions = static_cast<int>(std::min<std::int64_t>(
       model.config().max_seq_len, std::int64_t(c.num_blocks) * c.block_size));
-  engine::PagedKVCache cache(model.config(), model.dtype(), manager.pool().num_blocks(),
+  engine::PagedKVCache cache(model.config(), c.kv_dtype.value_or(model.dtype()),
+                             manager.pool().num_blocks(),
                              manager.block_size(), positions);
   engine::ModelRunner runner(model, {cache.max_seq_len(), 1});
   const std::vector<int> system = tokenizer.encode(script.system, /*add_bos=*/true, false);

@@ -14,15 +14,17 @@
 /// users of a server take turns, so each session's blocks must survive the others' requests
 /// in the pool (freed blocks stay cached until the LRU evicts them).
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "chapters/ch02_paged_kv_cache/chat_script.h"
-#include "common/engine/model/device_model.h"
 #include "common/engine/kv/kv_cache_manager.h"
+#include "common/engine/model/device_model.h"
 #include "common/tokenizer/tokenizer.h"
+#include "kernels/dtype.cuh"
 
 namespace nanoserve::ch02 {
 
@@ -33,6 +35,7 @@ struct MultiturnConfig {
   int max_new_tokens = 8;   ///< greedy tokens generated per turn (fewer at an end-of-story token)
   int max_turns = 0;        ///< turns per session to run (0 = all)
   int max_sessions = 0;     ///< sessions to run (0 = all)
+  std::optional<DType> kv_dtype;  ///< KV cache storage type; unset = the model's
 };
 
 /// \brief One turn of one session.

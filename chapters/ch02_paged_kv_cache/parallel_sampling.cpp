@@ -39,7 +39,8 @@ ParallelSamplingRun run_parallel_sampling(const engine::DeviceModel& model,
   }
   const int vocab = model.config().vocab_size;
   engine::KVCacheManager manager(c.num_blocks, c.block_size, /*enable_prefix_caching=*/false);
-  engine::PagedKVCache cache(model.config(), model.dtype(), manager.pool().num_blocks(), manager.block_size());
+  engine::PagedKVCache cache(model.config(), c.kv_dtype.value_or(model.dtype()),
+                             manager.pool().num_blocks(), manager.block_size());
   if (prompt.empty() || int(prompt.size()) + c.max_new_tokens > cache.max_seq_len()) {
     throw InvalidArgument("parallel-sampling: a " + std::to_string(prompt.size()) +
                           "-token prompt plus " + std::to_string(c.max_new_tokens) +

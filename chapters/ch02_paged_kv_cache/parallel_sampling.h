@@ -15,11 +15,13 @@
 /// must not change a single token.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/engine/model/device_model.h"
+#include "kernels/dtype.cuh"
 
 namespace nanoserve::ch02 {
 
@@ -33,6 +35,7 @@ struct ParallelSamplingConfig {
   float top_p = 0.95f;       ///< nucleus sampling
   std::uint64_t seed = 42;   ///< sample i uses seed + i
   std::vector<int> stop_tokens;  ///< a sample ends after drawing one of these
+  std::optional<DType> kv_dtype;  ///< KV cache storage type; unset = the model's
 };
 
 /// \brief One mode's outcome.

@@ -31,7 +31,7 @@ ServedUtilization serve_utilization(const engine::DeviceModel& model,
   const std::size_t n = mix.size();
   const int num_blocks = int(std::int64_t(c.regions) * c.max_seq_len / c.block_size);
   engine::KVCacheManager manager(num_blocks, c.block_size, /*enable_prefix_caching=*/false);
-  engine::PagedKVCache cache(mc, model.dtype(), num_blocks, c.block_size,
+  engine::PagedKVCache cache(mc, served.kv_dtype.value_or(model.dtype()), num_blocks, c.block_size,
                              std::min(c.max_seq_len, mc.max_seq_len));
   int prompt_rows = 0;
   for (const harness::RequestShape& r : shapes) prompt_rows += r.prompt_tokens;

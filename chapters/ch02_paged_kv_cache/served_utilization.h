@@ -15,6 +15,7 @@
 /// schedule, so it must give the same numbers: the chapter's tests check that.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "chapters/ch02_paged_kv_cache/utilization.h"
 #include "common/engine/model/device_model.h"
 #include "common/harness/request_mix.h"
+#include "kernels/dtype.cuh"
 
 namespace nanoserve::ch02 {
 
@@ -38,6 +40,7 @@ struct ServedConfig {
   /// synthetic prompts (BOS, then tokens drawn from the seed) of the mix's lengths.
   std::vector<std::vector<int>> prompts;
   std::string prompt_source = "synthetic prompts";  ///< for the table's title
+  std::optional<DType> kv_dtype;  ///< KV cache storage type; unset = the model's
 };
 
 /// \brief What the served run did and how full each cache was over it.

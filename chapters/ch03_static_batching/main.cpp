@@ -46,6 +46,8 @@ struct Args {
   int num_blocks = 1024;
   int block_size = 16;
   int max_tokens_per_step = 512;
+  std::string dtype = "fp32";  // weights and activations
+  std::string kv_dtype;        // empty: --dtype
   bool skip_wasted_rows = false;
   std::string clock = "wall";
   std::string cost_device;  // --cost-device: also the roofline model's time of every pass
@@ -76,13 +78,16 @@ int run(const Args& a) {
   const ModelBundle b = load_model_bundle(a.model);
   const ModelConfig& c = b.model.config;
   const std::string device = engine::device_name();  // first: a missing GPU is one clear error
-  const engine::DeviceModel dm(b.model, DType::kF32);
+  const DType dtype = parse_dtype(a.dtype);
+  const DType kv_dtype = a.kv_dtype.empty() ? dtype : parse_dtype(a.kv_dtype);
+  const engine::DeviceModel dm(b.model, dtype);
   const harness::ClockKind clock = harness::parse_clock_kind(a.clock);
   const std::string model_name = c.name.substr(c.name.find_last_of('/') + 1);
   const int max_model_len = std::min(a.max_model_len, c.max_seq_len);
   const std::vector<engine::Request> requests = harness::build_workload(a.workload, *b.tokenizer, c.vocab_size);
   harness::check_wall_clock_wait(requests, clock);
-  engine::check_device_memory(double(a.num_blocks) * a.block_size * double(c.kv_bytes_per_token(4)),
+  engine::check_device_memory(double(a.num_blocks) * a.block_size *
+                                  double(c.kv_bytes_per_token(dtype_bytes(kv_dtype))),
                               "the KV pool of --num-blocks " + std::to_string(a.num_blocks) +
                                   " x --block-size " + std::to_string(a.block_size));
 
@@ -90,8 +95,9 @@ int run(const Args& a) {
   std::printf("  model    %s (dim %d, %d layers, context %d)%s\n", model_name.c_str(), c.dim,
               c.n_layers, c.max_seq_len,
               b.format == ModelFormat::kSynthetic ? " — synthetic: random weights" : "");
-  std::printf("  device   %s [%s backend], fp32, paged KV (%d blocks of %d)\n", device.c_str(),
-              engine::kernel_backend(), a.num_blocks, a.block_size);
+  std::printf("  device   %s [%s backend], %s, paged KV (%d blocks of %d%s%s)\n", device.c_str(),
+              engine::kernel_backend(), dtype_name(dtype), a.num_blocks, a.block_size,
+              kv_dtype == dtype ? "" : ", ", kv_dtype == dtype ? "" : dtype_name(kv_dtype));
   std::printf("  clock    %s%s\n", a.clock.c_str(),
               clock == harness::ClockKind::kCpu
                   ? " (each pass charged its process CPU time; idle gaps skipped)"
@@ -106,9 +112,12 @@ int run(const Args& a) {
   report["clock"] = a.clock;
   report["model"] = model_name;
   nlohmann::json& records = report["records"];
-  // --cost-device: every pass also charged its roofline time on that GPU (fp32, as run here).
+  // --cost-device: every pass also charged its roofline time on that GPU (in the precision run
+  // here: --dtype for weights and activations, --kv-dtype for the cache).
   const roofline::Device* cost_device = cli::cost_device(a.cost_device);
-  harness::PassTimer timer{c, roofline::Precision::dense(4), cost_device, {}};
+  roofline::Precision precision = roofline::Precision::dense(dtype_bytes(dtype));
+  precision.kv_bytes = dtype_bytes(kv_dtype);
+  harness::PassTimer timer{c, precision, cost_device, {}};
   if (cost_device != nullptr) report["cost_model"] = cli::cost_model_json(*cost_device, timer.precision);
   std::vector<std::string> modeled_lines;  // printed under the metrics table
   std::vector<std::pair<std::string, harness::ServingMetrics>> rows;
@@ -125,6 +134,7 @@ int run(const Args& a) {
     sc.block_size = a.block_size;
     engine::ModelExecutorOptions eo = engine::executor_options_for(sc, a.max_tokens_per_step);
     eo.compute_wasted_rows = !a.skip_wasted_rows;
+    eo.kv_dtype = kv_dtype;
     engine::ModelExecutor executor(dm, eo);
     harness::ModeledExecutor modeled(executor, timer);
     harness::TimedExecutor timed(clock, cost_device != nullptr ? static_cast<engine::Executor&>(modeled)
@@ -160,8 +170,12 @@ int run(const Args& a) {
   harness::print_metrics_table(rows);
   harness::print_rejections(rejections);
   if (cost_device != nullptr) {
-    std::printf("\n== %s, fp32 weights and KV: the same passes (busy time) vs simulated ==\n"
-                "  %5s %8s %12s %12s %14s\n", cli::modeled_label(*cost_device).c_str(), "batch",
+    const std::string prec = kv_dtype == dtype
+                                 ? std::string(dtype_name(dtype)) + " weights and KV"
+                                 : std::string(dtype_name(dtype)) + " weights, " +
+                                       dtype_name(kv_dtype) + " KV";
+    std::printf("\n== %s, %s: the same passes (busy time) vs simulated ==\n"
+                "  %5s %8s %12s %12s %14s\n", cli::modeled_label(*cost_device).c_str(), prec.c_str(), "batch",
                 "passes", "modeled ms", "modeled t/s", "clock t/s");
     for (const std::string& line : modeled_lines) std::printf("%s", line.c_str());
     std::printf("  (modeled t/s: output tokens / Σ modeled pass time; clock t/s: the %s clock "
@@ -184,6 +198,10 @@ int main(int argc, char** argv) {
   a.workload.output_len = "lognormal:16:1:4:96";
   CLI::App app{"Chapter 3: static batching (see chapters/ch03_static_batching/README.md)"};
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
+  app.add_option("--dtype", a.dtype, "storage type of weights and activations")->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--kv-dtype", a.kv_dtype, "storage type of the KV cache (default: --dtype)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   nanoserve::harness::add_workload_flags(app, a.workload);
   app.add_option("--batch-sizes,-b", a.batch_sizes, "static batch sizes to compare")->capture_default_str()
       ->delimiter(',')->check(CLI::Range(1, nanoserve::harness::kMaxTraceRequests));

@@ -43,6 +43,8 @@ struct Args {
   bool no_chunked_prefill = false;
   bool budget_given = false;  // --max-num-batched-tokens was on the command line
   bool no_prefix_caching = false;
+  std::string dtype = "fp32";  // weights and activations
+  std::string kv_dtype;        // empty: --dtype
   int compare_static = 0;
   std::string clock = "wall";
   std::string executor = "model";
@@ -103,7 +105,9 @@ int run(const Args& a, const std::string& sweep) {
   const ModelBundle b = load_model_bundle(a.model);
   const ModelConfig& c = b.model.config;
   const std::string device = engine::device_name();  // first: a missing GPU is one clear error
-  const engine::DeviceModel dm(b.model, DType::kF32);
+  const DType dtype = parse_dtype(a.dtype);
+  const DType kv_dtype = a.kv_dtype.empty() ? dtype : parse_dtype(a.kv_dtype);
+  const engine::DeviceModel dm(b.model, dtype);
   const std::string model_name = c.name.substr(c.name.find_last_of('/') + 1);
 
   RunSetup s;
@@ -111,8 +115,11 @@ int run(const Args& a, const std::string& sweep) {
   s.executor = a.executor == "cost-model" ? ExecutorKind::kCostModel : ExecutorKind::kModel;
   s.clock = harness::parse_clock_kind(a.clock);
   s.vocab_size = c.vocab_size;
-  // fp32 weights and KV, as the model runs here (the cost model times that precision too).
-  s.cost = harness::PassTimer{c, roofline::Precision::dense(4), cli::cost_device(a.cost_device), {}};
+  s.kv_dtype = kv_dtype;
+  // The precision the model runs in here (the cost model times that precision too).
+  roofline::Precision precision = roofline::Precision::dense(dtype_bytes(dtype));
+  precision.kv_bytes = dtype_bytes(kv_dtype);
+  s.cost = harness::PassTimer{c, precision, cli::cost_device(a.cost_device), {}};
   s.scheduler = a.scheduler;
   s.scheduler.max_model_len = std::min(a.scheduler.max_model_len, c.max_seq_len);
   s.scheduler.enable_chunked_prefill = !a.no_chunked_prefill;
@@ -138,7 +145,8 @@ int run(const Args& a, const std::string& sweep) {
                               sweep == "sweep-pool" && !a.pool_blocks.empty()
                                   ? *std::max_element(a.pool_blocks.begin(), a.pool_blocks.end())
                                   : 0);
-    engine::check_device_memory(double(pool) * s.scheduler.block_size * double(c.kv_bytes_per_token(4)),
+    engine::check_device_memory(double(pool) * s.scheduler.block_size *
+                                    double(c.kv_bytes_per_token(dtype_bytes(kv_dtype))),
                                 "the KV pool of " + std::to_string(pool) + " blocks (--num-blocks" +
                                     std::string(sweep == "sweep-pool" ? "/--pool-blocks" : "") +
                                     ") x --block-size " + std::to_string(s.scheduler.block_size));
@@ -152,8 +160,9 @@ int run(const Args& a, const std::string& sweep) {
   std::printf("  model     %s (dim %d, %d layers, context %d)%s\n", model_name.c_str(), c.dim,
               c.n_layers, c.max_seq_len,
               b.format == ModelFormat::kSynthetic ? " — synthetic: random weights" : "");
-  std::printf("  device    %s [%s backend], fp32\n  executor  %s\n", device.c_str(),
-              engine::kernel_backend(), describe(s).c_str());
+  std::printf("  device    %s [%s backend], %s%s%s\n  executor  %s\n", device.c_str(),
+              engine::kernel_backend(), dtype_name(dtype), kv_dtype == dtype ? "" : ", KV ",
+              kv_dtype == dtype ? "" : dtype_name(kv_dtype), describe(s).c_str());
   const engine::SchedulerConfig& sc = s.scheduler;
   std::printf("  scheduler max_num_seqs %d, max_num_batched_tokens %d%s, chunked prefill %s, "
               "prefix caching %s,\n            KV pool %d blocks of %d, max_model_len %d\n",
@@ -266,6 +275,10 @@ int main(int argc, char** argv) {
   CLI::App app{"Chapter 4: continuous batching (see chapters/ch04_continuous_batching/README.md)"};
   app.fallthrough();  // workload and scheduler flags also apply after a sweep's name
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
+  app.add_option("--dtype", a.dtype, "storage type of weights and activations")->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--kv-dtype", a.kv_dtype, "storage type of the KV cache (default: --dtype)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   nanoserve::harness::add_workload_flags(app, a.workload);
   app.add_option("--max-num-seqs", a.scheduler.max_num_seqs, "most running requests")->capture_default_str()
       ->check(CLI::Range(1, 4096));

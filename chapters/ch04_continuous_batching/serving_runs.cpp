@@ -39,10 +39,11 @@ engine::ServingRun run_on(const RunSetup& s, const std::vector<engine::Request>&
                                &clock, cost);
     return run(fake, clock);
   }
-  engine::ModelExecutor executor(
-      *s.model, continuous ? engine::executor_options_for(s.scheduler)
-                           : engine::executor_options_for(batcher,
-                                                          s.scheduler.max_num_batched_tokens));
+  engine::ModelExecutorOptions options =
+      continuous ? engine::executor_options_for(s.scheduler)
+                 : engine::executor_options_for(batcher, s.scheduler.max_num_batched_tokens);
+  options.kv_dtype = s.kv_dtype;
+  engine::ModelExecutor executor(*s.model, options);
   harness::ModeledExecutor modeled(executor, s.cost);
   const bool model_it = s.cost.device != nullptr;
   harness::TimedExecutor timed(s.clock, model_it ? static_cast<engine::Executor&>(modeled) : executor);

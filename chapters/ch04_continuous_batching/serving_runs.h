@@ -5,6 +5,7 @@
 /// tutorial's plots — request rate, chunked prefill on/off, KV pool size.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ struct RunSetup {
   engine::SchedulerConfig scheduler;   ///< continuous batching
   engine::StaticBatchConfig batcher;   ///< static batching (same pool and context)
   int vocab_size = 0;          ///< for the cost model's fake tokens
+  std::optional<DType> kv_dtype;  ///< kModel's KV cache storage type; unset = the model's
   /// \brief `--cost-device`: the roofline model of every pass (device null: none). With
   /// kCostModel it is the virtual clock; with kModel its total is reported beside the clock's.
   harness::PassTimer cost;

@@ -44,6 +44,8 @@ struct Args {
   int repeats = 1;
   bool warnings = true;
   bool oracle = false;
+  std::string dtype = "fp32";  // target and drafts: weights and activations
+  std::string kv_dtype;        // empty: --dtype
   bool tour = false;
   std::string cost_device;        // --cost-device: c and verify from the roofline model too
   std::string json;
@@ -101,18 +103,22 @@ int run(Args a) {
   std::printf("  model    %s (dim %d, %d layers, vocab %d)%s\n", model_name.c_str(), target.config.dim,
               target.config.n_layers, target.config.vocab_size,
               b.format == ModelFormat::kSynthetic ? "\n           synthetic: random weights, meaningless text" : "");
-  std::printf("  device   %s [%s backend]; target fp32 through the kernels, paged KV\n", device.c_str(),
-              engine::kernel_backend());
+  const DType dtype = parse_dtype(a.dtype);
+  const DType kv_dtype = a.kv_dtype.empty() ? dtype : parse_dtype(a.kv_dtype);
+  std::printf("  device   %s [%s backend]; target %s through the kernels, paged KV%s%s\n",
+              device.c_str(), engine::kernel_backend(), dtype_name(dtype),
+              kv_dtype == dtype ? "" : " ", kv_dtype == dtype ? "" : dtype_name(kv_dtype));
   std::printf("  prompts  %zu x %d tokens from %s; %d new tokens each\n", in.prompts.size(),
               a.prompt_tokens, in.source.c_str(), a.tokens);
 
   // 16-token blocks holding what a request needs (prompt, new tokens, one round's overshoot),
   // not the context the model's file claims.
   engine::PagedDecoderOptions cache_options;
+  cache_options.kv_dtype = kv_dtype;
   cache_options.max_seq_len = static_cast<int>(std::min<std::int64_t>(
       target.config.max_seq_len, std::int64_t(a.prompt_tokens) + a.tokens +
                                      *std::max_element(a.gammas.begin(), a.gammas.end()) + 1));
-  engine::PagedDecoder target_backend(std::make_unique<engine::DeviceModel>(target, DType::kF32),
+  engine::PagedDecoder target_backend(std::make_unique<engine::DeviceModel>(target, dtype),
                                         cache_options);
   const double target_bytes = double(target_backend.device_model().weight_bytes());
 
@@ -127,10 +133,11 @@ int run(Args a) {
   report["model"] = model_name;
   report["prompts"] = in.source;
   nlohmann::json& records = report["records"];
-  // --cost-device: the same α with c and verify costs modeled on that GPU, fp32 as run here,
-  // every sequence at mid-request context.
+  // --cost-device: the same α with c and verify costs modeled on that GPU, in the precision run
+  // here, every sequence at mid-request context.
   const roofline::Device* cost_device = cli::cost_device(a.cost_device);
-  const roofline::Precision cost_precision = roofline::Precision::dense(4);
+  roofline::Precision cost_precision = roofline::Precision::dense(dtype_bytes(dtype));
+  cost_precision.kv_bytes = dtype_bytes(kv_dtype);
   const int cost_context = a.prompt_tokens + a.tokens / 2;
   std::string modeled_table;
   if (cost_device != nullptr) report["cost_model"] = cli::cost_model_json(*cost_device, cost_precision);
@@ -139,7 +146,7 @@ int run(Args a) {
   std::vector<Model> oracle_models;
   oracle_models.reserve(specs.size());
   for (const ch06::DraftSpec& s : specs) {
-    ch06::KernelDraft d = ch06::make_kernel_draft(target, s, in.calibration, DType::kF32, cache_options);
+    ch06::KernelDraft d = ch06::make_kernel_draft(target, s, in.calibration, dtype, cache_options);
     const ch06::SweepDraft label{d.label, nullptr, double(d.weight_bytes) / target_bytes};
     std::fprintf(stderr, "draft %s (%s)\n", d.label.c_str(), d.weights.c_str());
     auto record = [&](const ch06::SweepRow& r, const char* table) {
@@ -239,6 +246,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 100));
   app.add_flag("!--no-warnings", a.warnings, "skip the high-temperature and short-reply rows");
   app.add_flag("--oracle", a.oracle, "also run every row through the CPU oracle");
+  app.add_option("--dtype", a.dtype, "storage type of weights and activations (target and drafts)")
+      ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--kv-dtype", a.kv_dtype, "storage type of the KV caches (default: --dtype)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   nanoserve::cli::add_cost_device_flag(app, a.cost_device);
   app.add_option("--json", a.json, "also write every row as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: three drafts, gamma 1 and 4, 12 tokens");

@@ -23,6 +23,11 @@ foreach(dtype fp32 fp16 bf16)
     JSON FIELDS ${NS_REPORT_FIELDS} step_clock RECORDS ${CH01_RECORDS}
     COMMAND ${CH01} --model synthetic:tiny --steps 6 --check --dtype ${dtype})
 endforeach()
+# A KV cache type of its own (--kv-dtype): bf16 weights and activations over an fp32 cache.
+nanoserve_smoke_test(ch01.check_tiny_bf16_kv_fp32 LABELS ${CH01_LABELS}
+  EXPECT "KV cache fp32 \\(activations bf16\\)" "check naive-cache vs CPU oracle .*: OK"
+         "generated the same tokens: yes"
+  COMMAND ${CH01} --model synthetic:tiny --steps 6 --check --dtype bf16 --kv-dtype fp32)
 # Zero steps: the prompt comes back, nothing runs, and the memory tables still print.
 nanoserve_smoke_test(ch01.zero_steps LABELS ${CH01_LABELS} EXPECT "no forward pass ran"
   COMMAND ${CH01} --model synthetic:tiny --steps 0 --check)
@@ -44,6 +49,14 @@ set_tests_properties(ch01.prompt_longer_than_context ch01.bad_dtype PROPERTIES L
 nanoserve_smoke_test(ch01.nanoserve_generate_gpu LABELS ${CH01_LABELS}
   EXPECT "kernels, fp16 weights, naive-cache"
   COMMAND $<TARGET_FILE:nanoserve> generate -m synthetic:tiny --device gpu --dtype fp16 -n 8 -t 0)
+nanoserve_smoke_test(ch01.nanoserve_generate_gpu_kv_dtype LABELS ${CH01_LABELS}
+  EXPECT "kernels, bf16 weights, naive-cache"
+  COMMAND $<TARGET_FILE:nanoserve> generate -m synthetic:tiny --device gpu --dtype bf16
+          --kv-dtype fp16 -n 8 -t 0)
+add_test(NAME ch01.nanoserve_kv_dtype_needs_gpu
+         COMMAND ${CH01_EXPECT_FAILURE} "--kv-dtype fp16 needs --device gpu"
+                 $<TARGET_FILE:nanoserve> generate -m synthetic:tiny --kv-dtype fp16 -n 2)
+set_tests_properties(ch01.nanoserve_kv_dtype_needs_gpu PROPERTIES LABELS "${CH01_LABELS}")
 nanoserve_smoke_test(ch01.nanoserve_eval_gpu LABELS ${CH01_LABELS} EXPECT "perplexity"
   COMMAND $<TARGET_FILE:nanoserve> eval -m synthetic:tiny --device gpu --window 64
           --text "${CMAKE_CURRENT_SOURCE_DIR}/cli/two_documents.txt")

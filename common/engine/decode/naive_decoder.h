@@ -12,6 +12,7 @@
 ///                  token (attention still reads n cached rows)
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,11 @@ CacheMode parse_cache_mode(const std::string& name);
 class NaiveDecoder final : public Decoder {
  public:
   /// \brief A self-contained decoder: its own runner and a one-region cache of `max_seq_len`
-  /// positions (0 = the model's context) in the model's storage type.
-  NaiveDecoder(const DeviceModel& model, CacheMode mode, int max_seq_len = 0);
+  /// positions (0 = the model's context). Activations are stored in `activation_dtype`
+  /// (unset: the model's storage type), the cache in `kv_dtype` (unset: the activation type).
+  NaiveDecoder(const DeviceModel& model, CacheMode mode, int max_seq_len = 0,
+               std::optional<DType> activation_dtype = std::nullopt,
+               std::optional<DType> kv_dtype = std::nullopt);
   /// \brief A decoder sharing `runner` and `cache` with others (several requests, each in its
   /// own region of `cache`; both must outlive it). Throws `InvalidArgument` when `cache` has no
   /// free region.

@@ -46,11 +46,13 @@ PagedDecoder::PagedDecoder(std::unique_ptr<DeviceModel> model, PagedDecoderOptio
   const int max_seq_len = checked_max_seq_len(*owned_model_, options);
   const int blocks = (max_seq_len + options.block_size - 1) / options.block_size + 1;
   owned_runner_ = std::make_unique<ModelRunner>(
-      *owned_model_, RunnerOptions{options.max_tokens_per_step, options.max_logit_rows});
+      *owned_model_, RunnerOptions{options.max_tokens_per_step, options.max_logit_rows,
+                                   options.activation_dtype});
   owned_manager_ = std::make_unique<KVCacheManager>(blocks, options.block_size,
                                                     /*enable_prefix_caching=*/false);
-  owned_cache_ = std::make_unique<PagedKVCache>(owned_model_->config(), owned_model_->dtype(),
-                                                blocks, options.block_size, max_seq_len);
+  owned_cache_ = std::make_unique<PagedKVCache>(
+      owned_model_->config(), options.kv_dtype.value_or(owned_runner_->activation_dtype()), blocks,
+      options.block_size, max_seq_len);
   runner_ = owned_runner_.get();
   manager_ = owned_manager_.get();
   cache_ = owned_cache_.get();

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,8 @@ struct PagedDecoderOptions {
   /// \brief Rows of logits one pass may return: a verify chunk of γ+1 rows must fit.
   int max_logit_rows = 64;
   int max_tokens_per_step = 256;  ///< most rows of one forward (longer prompts run in chunks)
+  std::optional<DType> activation_dtype;  ///< activations; unset = the model's storage type
+  std::optional<DType> kv_dtype;          ///< KV cache; unset = the activation type
 };
 
 /// \brief A single-sequence `RollbackDecoder` over paged KV, shared with other decoders or

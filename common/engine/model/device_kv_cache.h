@@ -49,17 +49,21 @@ class DeviceKVCache {
   virtual void begin_forward(const ForwardBatch& batch, cudaStream_t stream) = 0;
   /// \brief Stores the keys (RoPE applied) and values of every row of the batch for `layer`.
   /// \param layer  block index
-  /// \param k      (T, n_kv_heads * head_dim) fp32 device keys
-  /// \param v      (T, n_kv_heads * head_dim) fp32 device values
+  /// \param k      (T, n_kv_heads * head_dim) device keys in `act`
+  /// \param v      (T, n_kv_heads * head_dim) device values in `act`
+  /// \param act    storage type of k and v (the runner's activation type); the cache converts
+  ///               them to its own `layout().dtype`
   /// \param stream CUDA stream
-  virtual void append_kv(int layer, const float* k, const float* v, cudaStream_t stream) = 0;
+  virtual void append_kv(int layer, const void* k, const void* v, DType act,
+                         cudaStream_t stream) = 0;
   /// \brief Causal attention of every row's query over its sequence's cached keys and values
   /// (including the rows just appended) for `layer`.
   /// \param layer  block index
-  /// \param q      (T, n_heads, head_dim) fp32 device queries, RoPE applied
-  /// \param out    (T, n_heads, head_dim) fp32 device output
+  /// \param q      (T, n_heads, head_dim) device queries in `act`, RoPE applied
+  /// \param out    (T, n_heads, head_dim) device output in `act`
+  /// \param act    storage type of q and out (the runner's activation type)
   /// \param stream CUDA stream
-  virtual void attend(int layer, const float* q, float* out, cudaStream_t stream) = 0;
+  virtual void attend(int layer, const void* q, void* out, DType act, cudaStream_t stream) = 0;
 };
 
 }  // namespace nanoserve::engine

@@ -91,11 +91,16 @@ DenseLinear::DenseLinear(DeviceTensor weight, int out_features, int in_features)
   }
 }
 
-void DenseLinear::apply(const float* x, float* y, int rows, cudaStream_t stream,
-                        Epilogue epilogue) const {
+void DenseLinear::apply(const void* x, DType x_type, void* y, DType y_type, int rows,
+                        cudaStream_t stream, Epilogue epilogue) const {
   dispatch_dtype(weight_.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_linear<T>(weight_.data<T>(), x, y, rows, out_, in_, stream, epilogue);
+    dispatch_linear_io(x_type, y_type, [&](auto a, auto o) {
+      using A = decltype(a);
+      using O = decltype(o);
+      launch_linear<T, A, O>(weight_.data<T>(), static_cast<const A*>(x), static_cast<O*>(y),
+                             rows, out_, in_, stream, epilogue);
+    });
   });
 }
 

@@ -20,6 +20,7 @@
 
 #include "common/model.h"
 #include "kernels/device_buffer.h"
+#include "common/error.h"
 #include "kernels/dtype.cuh"
 #include "kernels/linear_common.cuh"
 
@@ -61,6 +62,26 @@ class DeviceTensor {
   std::shared_ptr<DeviceBuffer<unsigned char>> storage_;
 };
 
+/// \brief Calls `f(A{}, O{})` with A the C++ type of `x_type` and O that of `y_type`, for the
+/// pairs a linear layer supports: O = A (activations between kernels) or O = float (fp32
+/// logits from any activation type). Throws `InvalidArgument` for any other pair.
+template <typename F>
+void dispatch_linear_io(DType x_type, DType y_type, F&& f) {
+  if (y_type != x_type && y_type != DType::kF32) {
+    throw InvalidArgument(std::string("linear: ") + dtype_name(x_type) + " activations cannot " +
+                          "produce " + dtype_name(y_type) + " outputs (only " +
+                          dtype_name(x_type) + " or fp32)");
+  }
+  dispatch_dtype(x_type, [&](auto a) {
+    using A = decltype(a);
+    if (y_type == DType::kF32) {
+      f(a, float{});
+    } else {
+      f(a, A{});
+    }
+  });
+}
+
 /// \brief One linear layer `y = W x` on the device, for any number of input rows.
 ///
 /// The forward pass only calls `apply`; what W looks like in memory is the implementation's
@@ -71,14 +92,21 @@ class DeviceTensor {
 class DeviceLinear {
  public:
   virtual ~DeviceLinear() = default;
-  /// \brief `Y = X Wᵀ` (kStore) or `Y += X Wᵀ` (kAccumulate) on `stream`.
-  /// \param x        (rows, in_features) fp32 device activations
-  /// \param y        (rows, out_features) fp32 device activations; must not alias x
+  /// \brief `Y = X Wᵀ` (kStore) or `Y += X Wᵀ` (kAccumulate) on `stream`, the activations
+  /// type-erased (one virtual for every activation type; the kernels are templates on it).
+  /// \param x        (rows, in_features) device activations in `x_type`
+  /// \param x_type   storage type of x
+  /// \param y        (rows, out_features) device outputs in `y_type`; must not alias x
+  /// \param y_type   `x_type`, or kF32 (the classifier's logits); see dispatch_linear_io
   /// \param rows     input rows (tokens)
   /// \param stream   CUDA stream
-  /// \param epilogue store or accumulate
-  virtual void apply(const float* x, float* y, int rows, cudaStream_t stream,
-                     Epilogue epilogue) const = 0;
+  /// \param epilogue store or accumulate (accumulate: one rounding of the sum to `y_type`)
+  virtual void apply(const void* x, DType x_type, void* y, DType y_type, int rows,
+                     cudaStream_t stream, Epilogue epilogue) const = 0;
+  /// \brief fp32 activations in and out: `apply(x, kF32, y, kF32, …)`.
+  void apply(const float* x, float* y, int rows, cudaStream_t stream, Epilogue epilogue) const {
+    apply(x, DType::kF32, y, DType::kF32, rows, stream, epilogue);
+  }
   /// \brief Rows of W (length of y).
   virtual int out_features() const = 0;
   /// \brief Columns of W (length of x).
@@ -101,8 +129,9 @@ class DenseLinear final : public DeviceLinear {
  public:
   /// \brief Uses `weight` (out_features × in_features elements) as W.
   DenseLinear(DeviceTensor weight, int out_features, int in_features);
+  using DeviceLinear::apply;
   /// \brief See `DeviceLinear::apply`.
-  void apply(const float* x, float* y, int rows, cudaStream_t stream,
+  void apply(const void* x, DType x_type, void* y, DType y_type, int rows, cudaStream_t stream,
              Epilogue epilogue) const override;
   /// \brief Rows of W.
   int out_features() const override { return out_; }

@@ -21,8 +21,16 @@
 ///
 /// The same meaning as `oracle::forward_prompt`, step for step. Where keys and values live and
 /// which attention kernel reads them is the `DeviceKVCache`'s business.
+///
+/// Every activation buffer (x … up) is stored in the runner's activation type (fp32, fp16 or
+/// bf16; `RunnerOptions::activation_dtype`); each kernel widens what it loads to fp32, computes in
+/// fp32 (norm sums, RoPE, softmax, every accumulation) and rounds once on store. The residual
+/// adds fused into wo and w2 load x, add in fp32 and round the sum once. Only the logits are
+/// always fp32 (the classifier reads xn in the activation type and writes fp32).
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/engine/model/device_kv_cache.h"
@@ -31,13 +39,24 @@
 
 namespace nanoserve::engine {
 
-/// \brief Sizes of a runner's preallocated buffers.
+/// \brief Sizes of a runner's preallocated buffers, and its activation type.
 ///
 /// \par Example
 /// \snippet tests/ch01/test_examples_model.cpp ModelRunner
 struct RunnerOptions {
+  /// \brief The defaults below.
+  RunnerOptions() = default;
+  /// \brief `{max_tokens_per_step, max_logit_rows}` or with an activation type as well.
+  RunnerOptions(int max_tokens, int max_logits, std::optional<DType> activations = std::nullopt)
+      : max_tokens_per_step(max_tokens),
+        max_logit_rows(max_logits),
+        activation_dtype(activations) {}
+
   int max_tokens_per_step = 512;  ///< most rows (tokens) of one `ForwardBatch`
   int max_logit_rows = 1;         ///< most rows of logits one pass returns
+  /// Storage type of the activations between kernels; unset = the model's weight type
+  /// (`DeviceModel::dtype()`). fp32 reproduces the reference implementations exactly.
+  std::optional<DType> activation_dtype;
 };
 
 /// \brief Runs forward passes of one `DeviceModel` (which must outlive it) on one stream.
@@ -59,6 +78,8 @@ class ModelRunner {
 
   /// \brief The device logits of the last pass, (logit rows, vocab) fp32 (for device sampling).
   const float* device_logits() const { return logits_.get(); }
+  /// \brief The storage type of the activations (options' activation_dtype, or the model's).
+  DType activation_dtype() const { return act_; }
   /// \brief The model it runs.
   const DeviceModel& model() const { return model_; }
   /// \brief The buffer sizes it was made with.
@@ -68,23 +89,35 @@ class ModelRunner {
 
  private:
   void check_layout(const DeviceKVCache& attention) const;
+  template <typename A, typename W>
+  void run_layers(int T, DeviceKVCache& attention);
+  template <typename A, typename W>
   void final_logits(const ForwardBatch& batch);
+  template <typename A>
+  A* as(DeviceBuffer<std::byte>& b) {
+    return reinterpret_cast<A*>(b.get());
+  }
 
   const DeviceModel& model_;
   RunnerOptions options_;
   cudaStream_t stream_;
-  // Activations, sized for max_tokens_per_step = Tmax rows (llama2.c's RunState):
-  DeviceBuffer<int> tokens_;     // (Tmax)
-  DeviceBuffer<int> positions_;  // (Tmax)
-  DeviceBuffer<float> x_;        // (Tmax, dim) residual stream
-  DeviceBuffer<float> xn_;       // (Tmax, dim) normalized residual
-  DeviceBuffer<float> q_;        // (Tmax, q_dim) queries
-  DeviceBuffer<float> k_;        // (Tmax, kv_dim) keys of the new rows
-  DeviceBuffer<float> v_;        // (Tmax, kv_dim) values of the new rows
-  DeviceBuffer<float> att_;      // (Tmax, q_dim) attention output
-  DeviceBuffer<float> gate_;     // (Tmax, hidden_dim) W1 x, then swiglu
-  DeviceBuffer<float> up_;       // (Tmax, hidden_dim) W3 x
-  DeviceBuffer<float> logits_;   // (max_logit_rows, vocab)
+  DType act_;  // storage type of every activation buffer below
+  // Activations, sized for max_tokens_per_step = Tmax rows (llama2.c's RunState), in act_
+  // (bytes: elements × dtype_bytes(act_)):
+  DeviceBuffer<int> tokens_;          // (Tmax)
+  DeviceBuffer<int> positions_;       // (Tmax)
+  DeviceBuffer<std::byte> x_;         // (Tmax, dim) residual stream
+  DeviceBuffer<std::byte> xn_;        // (Tmax, dim) normalized residual
+  DeviceBuffer<std::byte> q_;         // (Tmax, q_dim) queries
+  DeviceBuffer<std::byte> k_;         // (Tmax, kv_dim) keys of the new rows
+  DeviceBuffer<std::byte> v_;         // (Tmax, kv_dim) values of the new rows
+  DeviceBuffer<std::byte> att_;       // (Tmax, q_dim) attention output
+  DeviceBuffer<std::byte> gate_;      // (Tmax, hidden_dim) W1 x, then swiglu
+  DeviceBuffer<std::byte> up_;        // (Tmax, hidden_dim) W3 x
+  DeviceBuffer<float> logits_;        // (max_logit_rows, vocab) always fp32
+  // Per layer (bq, bk, bv) in act_ when the model has attention biases: the row a linear
+  // accumulates onto (the model keeps them in fp32).
+  std::vector<DeviceBuffer<std::byte>> biases_;  // (n_layers * 3) of (q_dim | kv_dim)
   std::vector<int> host_positions_;  // source of the positions upload, kept alive
   std::vector<float> inv_freq_;      // (head_dim / 2) RoPE frequencies, rope_scaling applied
 };

@@ -74,7 +74,8 @@ void NaiveKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream)
   rows_ = batch.rows();
 }
 
-void NaiveKVCache::append_kv(int layer, const float* k, const float* v, cudaStream_t stream) {
+void NaiveKVCache::append_kv(int layer, const void* k, const void* v, DType act,
+                             cudaStream_t stream) {
   const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
   // The mapping counts rows from layer 0 of region 0; shift the base to layer `layer` instead.
   const std::int64_t base_row = region_row(0, layer);
@@ -84,36 +85,44 @@ void NaiveKVCache::append_kv(int layer, const float* k, const float* v, cudaStre
     using T = decltype(tag);
     T* k_base = reinterpret_cast<T*>(k_.get()) + base_row * kv_dim;
     T* v_base = reinterpret_cast<T*>(v_.get()) + base_row * kv_dim;
-    launch_kv_append<T>(k, v, slot_mapping_.get(), rows_, kv_dim, k_base, v_base,
-                        rows_after_base, stream);
+    dispatch_dtype(act, [&](auto act_tag) {
+      using A = decltype(act_tag);
+      launch_kv_append<T, A>(static_cast<const A*>(k), static_cast<const A*>(v),
+                             slot_mapping_.get(), rows_, kv_dim, k_base, v_base, rows_after_base,
+                             stream);
+    });
   });
 }
 
-void NaiveKVCache::attend(int layer, const float* q, float* out, cudaStream_t stream) {
+void NaiveKVCache::attend(int layer, const void* q, void* out, DType act, cudaStream_t stream) {
   const AttentionHeads heads{n_heads_, layout_.n_kv_heads, layout_.head_dim};
   const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
   const int q_dim = n_heads_ * layout_.head_dim;
   const int max_len = regions_.max_seq_len();
   dispatch_dtype(layout_.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    int row = 0;
-    for (std::size_t i = 0; i < chunks_.size(); ++i) {
-      const SequenceChunk& c = chunks_[i];
-      const std::int64_t offset = region_row(static_cast<int>(c.seq), layer) * kv_dim;
-      const T* k_cache = reinterpret_cast<const T*>(k_.get()) + offset;  // (max_len, kv_dim)
-      const T* v_cache = reinterpret_cast<const T*>(v_.get()) + offset;  // (max_len, kv_dim)
-      const float* q_rows = q + std::int64_t(row) * q_dim;  // (num_tokens, n_heads, head_dim)
-      float* out_rows = out + std::int64_t(row) * q_dim;    // (num_tokens, n_heads, head_dim)
-      if (c.num_tokens == 1) {
-        // Decode: one query over the whole cached prefix; long prefixes split over blocks.
-        launch_attention_decode<T>(q_rows, k_cache, v_cache, lens_.get() + i, 1, max_len, heads,
-                                   out_rows, {workspace_.get(), workspace_.size()}, stream);
-      } else {
-        launch_attention_prefill<T>(q_rows, k_cache, v_cache, c.num_tokens, c.start_pos, max_len,
-                                    heads, out_rows, stream);
+    dispatch_dtype(act, [&](auto act_tag) {
+      using T = decltype(tag);
+      using A = decltype(act_tag);
+      int row = 0;
+      for (std::size_t i = 0; i < chunks_.size(); ++i) {
+        const SequenceChunk& c = chunks_[i];
+        const std::int64_t offset = region_row(static_cast<int>(c.seq), layer) * kv_dim;
+        const T* k_cache = reinterpret_cast<const T*>(k_.get()) + offset;  // (max_len, kv_dim)
+        const T* v_cache = reinterpret_cast<const T*>(v_.get()) + offset;  // (max_len, kv_dim)
+        const A* q_rows = static_cast<const A*>(q) + std::int64_t(row) * q_dim;  // (T, q_dim)
+        A* out_rows = static_cast<A*>(out) + std::int64_t(row) * q_dim;        // (T, q_dim)
+        if (c.num_tokens == 1) {
+          // Decode: one query over the whole cached prefix; long prefixes split over blocks.
+          launch_attention_decode<T, A>(q_rows, k_cache, v_cache, lens_.get() + i, 1, max_len,
+                                        heads, out_rows, {workspace_.get(), workspace_.size()},
+                                        stream);
+        } else {
+          launch_attention_prefill<T, A>(q_rows, k_cache, v_cache, c.num_tokens, c.start_pos,
+                                         max_len, heads, out_rows, stream);
+        }
+        row += c.num_tokens;
       }
-      row += c.num_tokens;
-    }
+    });
   });
 }
 

@@ -72,9 +72,10 @@ class NaiveKVCache final : public DeviceKVCache {
   /// the tail back) and uploads the slot mapping and attention lengths.
   void begin_forward(const ForwardBatch& batch, cudaStream_t stream) override;
   /// \brief One `launch_kv_append` for all rows of the batch.
-  void append_kv(int layer, const float* k, const float* v, cudaStream_t stream) override;
+  void append_kv(int layer, const void* k, const void* v, DType act,
+                 cudaStream_t stream) override;
   /// \brief Per chunk: decode attention for a single row, prefill attention for several.
-  void attend(int layer, const float* q, float* out, cudaStream_t stream) override;
+  void attend(int layer, const void* q, void* out, DType act, cudaStream_t stream) override;
   /// @}
 
   /// \brief The cached keys (`values == false`) or values of `region`, `layer`, positions

@@ -135,18 +135,23 @@ void PagedKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream)
   }
 }
 
-void PagedKVCache::append_kv(int layer, const float* k, const float* v, cudaStream_t stream) {
+void PagedKVCache::append_kv(int layer, const void* k, const void* v, DType act,
+                             cudaStream_t stream) {
   const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
   dispatch_dtype(layout_.dtype, [&](auto tag) {
     using T = decltype(tag);
     const std::int64_t base = std::int64_t(layer) * layer_rows() * kv_dim;
     T* k_pool = reinterpret_cast<T*>(k_.get()) + base;
     T* v_pool = reinterpret_cast<T*>(v_.get()) + base;
-    launch_kv_append<T>(k, v, meta_.get(), rows_, kv_dim, k_pool, v_pool, layer_rows(), stream);
+    dispatch_dtype(act, [&](auto act_tag) {
+      using A = decltype(act_tag);
+      launch_kv_append<T, A>(static_cast<const A*>(k), static_cast<const A*>(v), meta_.get(),
+                             rows_, kv_dim, k_pool, v_pool, layer_rows(), stream);
+    });
   });
 }
 
-void PagedKVCache::attend(int layer, const float* q, float* out, cudaStream_t stream) {
+void PagedKVCache::attend(int layer, const void* q, void* out, DType act, cudaStream_t stream) {
   const AttentionHeads heads{n_heads_, layout_.n_kv_heads, layout_.head_dim};
   const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
   const int* tables = meta_.get() + rows_;
@@ -159,13 +164,19 @@ void PagedKVCache::attend(int layer, const float* q, float* out, cudaStream_t st
     const PagedKVView<T> pools{reinterpret_cast<const T*>(k_.get()) + base,
                                reinterpret_cast<const T*>(v_.get()) + base, num_blocks_,
                                block_size_};
-    if (decode_q_len_ > 0) {
-      launch_paged_attention_decode<T>(q, pools, device_tables, decode_q_len_, heads, out,
-                                       {workspace_.get(), workspace_.size()}, stream);
-    } else {
-      launch_paged_attention_prefill<T>(q, cu, rows_, max_q_len_, pools, device_tables, heads,
-                                        out, stream);
-    }
+    dispatch_dtype(act, [&](auto act_tag) {
+      using A = decltype(act_tag);
+      const A* q_rows = static_cast<const A*>(q);  // (rows, n_heads, head_dim)
+      A* out_rows = static_cast<A*>(out);          // (rows, n_heads, head_dim)
+      if (decode_q_len_ > 0) {
+        launch_paged_attention_decode<T, A>(q_rows, pools, device_tables, decode_q_len_, heads,
+                                            out_rows, {workspace_.get(), workspace_.size()},
+                                            stream);
+      } else {
+        launch_paged_attention_prefill<T, A>(q_rows, cu, rows_, max_q_len_, pools, device_tables,
+                                             heads, out_rows, stream);
+      }
+    });
   });
 }
 

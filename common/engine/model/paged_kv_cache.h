@@ -63,9 +63,10 @@ class PagedKVCache final : public DeviceKVCache {
   /// Throws `InvalidArgument` before anything is copied or uploaded otherwise.
   void begin_forward(const ForwardBatch& batch, cudaStream_t stream) override;
   /// \brief One paged KV write for all rows of the batch into layer `layer`'s pools.
-  void append_kv(int layer, const float* k, const float* v, cudaStream_t stream) override;
+  void append_kv(int layer, const void* k, const void* v, DType act,
+                 cudaStream_t stream) override;
   /// \brief One PagedAttention launch for the whole batch (decode or varlen prefill).
-  void attend(int layer, const float* q, float* out, cudaStream_t stream) override;
+  void attend(int layer, const void* q, void* out, DType act, cudaStream_t stream) override;
   /// @}
 
   /// \brief Device bytes of the K and V pools.

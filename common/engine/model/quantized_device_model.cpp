@@ -41,9 +41,14 @@ QuantizedWeightView QuantizedDeviceLinear::view() const {
   return v;
 }
 
-void QuantizedDeviceLinear::apply(const float* x, float* y, int rows, cudaStream_t stream,
-                                  Epilogue epilogue) const {
-  launch_quant_linear(view(), x, y, rows, stream, epilogue);
+void QuantizedDeviceLinear::apply(const void* x, DType x_type, void* y, DType y_type, int rows,
+                                  cudaStream_t stream, Epilogue epilogue) const {
+  dispatch_linear_io(x_type, y_type, [&](auto a, auto o) {
+    using A = decltype(a);
+    using O = decltype(o);
+    launch_quant_linear<A, O>(view(), static_cast<const A*>(x), static_cast<O*>(y), rows, stream,
+                              epilogue);
+  });
 }
 
 std::int64_t QuantizedDeviceLinear::own_bytes() const {

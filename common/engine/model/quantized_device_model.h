@@ -42,8 +42,10 @@ class QuantizedDeviceLinear final : public DeviceLinear {
   /// `QuantizedLinear::validate` (a kernel must never read past a short array).
   explicit QuantizedDeviceLinear(const quant::QuantizedLinear& q);
 
-  /// \brief See `DeviceLinear::apply`.
-  void apply(const float* x, float* y, int rows, cudaStream_t stream,
+  using DeviceLinear::apply;
+  /// \brief See `DeviceLinear::apply`: fp16/bf16 activations make this a true W8A16 / W4A16
+  /// layer.
+  void apply(const void* x, DType x_type, void* y, DType y_type, int rows, cudaStream_t stream,
              Epilogue epilogue) const override;
   /// \brief Rows of W.
   int out_features() const override { return rows_; }

@@ -25,7 +25,7 @@ RunnerOptions runner_options(const DeviceModel& model, const ModelExecutorOption
                           " is outside [0, " + std::to_string(context) +
                           "] (0 = the context of model '" + model.config().name + "')");
   }
-  return {o.max_tokens_per_step, o.max_logit_rows};  // the runner checks they are >= 1
+  return {o.max_tokens_per_step, o.max_logit_rows, o.activation_dtype};  // runner checks >= 1
 }
 
 }  // namespace
@@ -68,8 +68,9 @@ ModelExecutor::ModelExecutor(const DeviceModel& model, ModelExecutorOptions opti
     for (int b = 0; b < n; ++b) padding_blocks_.push_back(blocks + b);
     blocks += n;
   }
-  cache_ = std::make_unique<PagedKVCache>(model_.config(), model_.dtype(), blocks,
-                                          options_.block_size, options_.max_seq_len);
+  cache_ = std::make_unique<PagedKVCache>(
+      model_.config(), options_.kv_dtype.value_or(runner_.activation_dtype()), blocks,
+      options_.block_size, options_.max_seq_len);
 }
 
 std::vector<int> ModelExecutor::execute(const SchedulerOutput& output) {

@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,8 @@ struct ModelExecutorOptions {
   /// idle rows) as rows of the same pass, so timings pay for them as a padded batch would.
   /// Off: wasted rows are only counted.
   bool compute_wasted_rows = false;
+  std::optional<DType> activation_dtype;  ///< activations; unset = the model's storage type
+  std::optional<DType> kv_dtype;          ///< KV cache; unset = the activation type
 };
 
 /// \brief Options whose buffers hold one continuous-batching step of `config` in one pass:
