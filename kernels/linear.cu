@@ -1,8 +1,12 @@
-// launch_linear: GEMV for a few rows (decode), GEMM for many (prefill); see kLinearGemvMaxRows
-// in linear.h for why the switch sits at 16 rows.
+// launch_linear: GEMV for a few rows (decode), GEMM for many (prefill) — on tensor cores when
+// weights and activations are both fp16 or both bf16; see kLinearGemvMaxRows in linear.h for why
+// the switch sits at 16 rows.
 #include "kernels/linear.h"
 
+#include <type_traits>
+
 #include "kernels/gemm.h"
+#include "kernels/gemm_tc.h"
 #include "kernels/gemv.h"
 
 namespace nanoserve {
@@ -14,8 +18,13 @@ template <typename T, typename A, typename O>
 void launch_linear(const T* w, const nondeduced_t<A>* x, nondeduced_t<O>* y, int m, int n, int k,
                    cudaStream_t stream, Epilogue epilogue) {
   if (check_linear_args("launch_linear", w, x, y, m, n, k)) return;
+  // Tensor cores need both operands in the same 16-bit type; their output is fp32 or that type.
+  constexpr bool kTensorCores = !std::is_same<T, float>::value && std::is_same<A, T>::value &&
+                                (std::is_same<O, float>::value || std::is_same<O, T>::value);
   if (m <= kLinearGemvMaxRows) {
     launch_gemv<T, A, O>(w, x, y, m, n, k, stream, epilogue);
+  } else if constexpr (kTensorCores) {
+    launch_gemm_tc<T, O>(w, x, y, m, n, k, stream, epilogue);
   } else {
     launch_gemm<T, A, O>(w, x, y, m, n, k, stream, epilogue);
   }

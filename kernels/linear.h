@@ -23,10 +23,11 @@ inline constexpr int kLinearGemvMaxRows = 16;
 
 /// \brief `Y = X Wᵀ` (`epilogue` = kStore) or `Y += X Wᵀ` (kAccumulate), on `stream`.
 ///
-/// GEMV v03 for `m <= kLinearGemvMaxRows`, GEMM v03 beyond (the one place a tensor-core GEMM
-/// for fp16/bf16 A and W would plug in). X is widened to fp32 on load, the sum kept in fp32 and
-/// rounded to O once on store; kAccumulate widens the old Y, adds, rounds once. Throws std::invalid_argument for
-/// negative sizes or null buffers.
+/// GEMV v03 for `m <= kLinearGemvMaxRows`; beyond, the tensor-core GEMM v03 (kernels/gemm_tc.h)
+/// when W and X are both fp16 or both bf16 (and Y is that type or fp32), else GEMM v03 on CUDA
+/// cores. X is widened to fp32 on load (the tensor cores multiply the 16-bit values exactly), the
+/// sum kept in fp32 and rounded to O once on store; kAccumulate widens the old Y, adds, rounds
+/// once. Throws std::invalid_argument for negative sizes or null buffers.
 /// \tparam T storage type of W: float, __half or __nv_bfloat16
 /// \tparam A storage type of X (activations): float, __half or __nv_bfloat16
 /// \tparam O storage type of Y: A, or float (fp32 logits from A activations)

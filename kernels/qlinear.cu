@@ -1,7 +1,11 @@
 // launch_quant_linear: the quantized GEMV for a few rows (decode), the quantized GEMM for many
-// (prefill); see kQuantLinearGemvMaxRows in qlinear.h for why the switch sits at 16 rows.
+// (prefill), on tensor cores for fp16/bf16 activations; see kQuantLinearGemvMaxRows in
+// qlinear.h for why the switch sits at 16 rows.
 #include "kernels/qlinear.h"
 
+#include <type_traits>
+
+#include "kernels/gemm_tc.h"
 #include "kernels/qgemm.h"
 #include "kernels/qgemv.h"
 
@@ -17,8 +21,13 @@ void launch_quant_linear(const QuantizedWeightView& w, const nondeduced_t<A>* x,
   if (check_quant_linear_args("launch_quant_linear", w, x, y, m, sizeof(A), sizeof(O))) {
     return;
   }
+  // fp16/bf16 activations: the tensor-core GEMM dequantizes W's tiles into A (true W4A16).
+  constexpr bool kTensorCores = !std::is_same<A, float>::value &&
+                                (std::is_same<O, float>::value || std::is_same<O, A>::value);
   if (m <= kQuantLinearGemvMaxRows) {
     launch_qgemv<A, O>(w, x, y, m, stream, epilogue);
+  } else if constexpr (kTensorCores) {
+    launch_qgemm_tc<A, O>(w, x, y, m, stream, epilogue);
   } else {
     launch_qgemm<A, O>(w, x, y, m, stream, epilogue);
   }

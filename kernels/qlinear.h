@@ -22,7 +22,9 @@ inline constexpr int kQuantLinearGemvMaxRows = 16;
 
 /// \brief `Y = X · dequant(W)ᵀ` (`epilogue` = kStore) or `Y += …` (kAccumulate), on `stream`.
 ///
-/// launch_qgemv for `m <= kQuantLinearGemvMaxRows`, launch_qgemm beyond. Throws
+/// launch_qgemv for `m <= kQuantLinearGemvMaxRows`; beyond, launch_qgemm_tc (tensor cores,
+/// W's tiles dequantized into A: kernels/gemm_tc.h) for fp16/bf16 activations and launch_qgemm
+/// for fp32 ones. Throws
 /// std::invalid_argument for a bad view or buffer (`check_quant_linear_args`).
 /// \param w        quantized weights W (n = w.rows, k = w.cols), see QuantizedWeightView
 /// \param x        (m, k) device inputs in activation type A (fp32, fp16, bf16)

@@ -11,6 +11,7 @@
 #include "common/oracle/ops.h"
 #include "common/tolerances.h"
 #include "kernels/device_buffer.h"
+#include "kernels/gemm_tc.h"
 #include "kernels/linear.h"
 #include "kernels/qlinear.h"
 #include "tests/kernels/activation_dtype_test_support.h"
@@ -76,6 +77,22 @@ TYPED_TEST(ActivationDtypeLinear, LinearRoundsOnceOnStoreAndOnAccumulate) {
   }
 }
 
+// Beyond the GEMV rows, fp16/bf16 weights with activations of the same type go to the tensor
+// cores: launch_linear gives exactly launch_gemm_tc's result.
+TYPED_TEST(ActivationDtypeLinear, ManyRowsOfHalfWeightsAndActivationsRunOnTensorCores) {
+  using A = TypeParam;
+  constexpr int kN = 70, kK = 136, kM = kLinearGemvMaxRows + 1;
+  const std::vector<float> w = rounded<A>(random_values(51, kM, kN * kK, 1.0f / 12));
+  const std::vector<float> x = rounded<A>(random_values(52, kM, std::size_t(kM) * kK, 1.0f));
+  DeviceBuffer<A> d_w = upload<A>(w), d_x = upload<A>(x);
+  DeviceBuffer<float> via_linear(std::size_t(kM) * kN), via_tc(std::size_t(kM) * kN);
+  launch_linear<A, A, float>(d_w.get(), d_x.get(), via_linear.get(), kM, kN, kK, nullptr,
+                             Epilogue::kStore);
+  launch_gemm_tc<A, float>(d_w.get(), d_x.get(), via_tc.get(), kM, kN, kK, nullptr,
+                           Epilogue::kStore);
+  EXPECT_EQ(via_linear.to_host(), via_tc.to_host());
+}
+
 // The quantized linear with A activations: true W4A16 / W8A16, chunk path and general path.
 TYPED_TEST(ActivationDtypeLinear, QuantLinearTakesHalfActivations) {
   using A = TypeParam;
@@ -98,7 +115,10 @@ TYPED_TEST(ActivationDtypeLinear, QuantLinearTakesHalfActivations) {
                                           ? rounded<A>(p.y_initial)
                                           : std::vector<float>(p.y_initial.size(), 0.0f);
         std::vector<float> want(y0.size());
-        oracle::matmul(x.data(), p.w_dequantized.data(), m, c.cols, c.rows, want.data());
+        // Beyond the GEMV rows the tensor cores multiply W's dequantized tiles rounded to A.
+        const std::vector<float> w = m > kQuantLinearGemvMaxRows ? rounded<A>(p.w_dequantized)
+                                                                 : p.w_dequantized;
+        oracle::matmul(x.data(), w.data(), m, c.cols, c.rows, want.data());
         for (std::size_t i = 0; i < want.size(); ++i) want[i] += y0[i];
         DeviceBuffer<A> d_x = upload<A>(x), d_y = upload<A>(y0);
         launch_quant_linear<A, A>(p.view(), d_x.get(), d_y.get(), m, nullptr, e);
