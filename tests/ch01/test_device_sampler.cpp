@@ -57,8 +57,12 @@ TEST(Ch01DeviceSampler, Example) {
                                      4.0f, 1.0f, 4.0f, -1.0f};  // row 1: top-2 keeps ids 0, 2
   const DeviceBuffer<float> on_device(logits);
   DeviceSampler sampler(/*max_rows=*/2, /*vocab=*/4);
-  SamplingParams greedy;  // temperature 0
-  SamplingParams top2 = params(1.0f, 2, 1.0f, 0.0f, /*seed=*/7);
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  SamplingParams top2;
+  top2.temperature = 1.0f;
+  top2.top_k = 2;
+  top2.seed = 7;
   std::vector<float> logprobs;
   const std::vector<int> tokens =
       sampler.sample(on_device.get(), {greedy, top2}, /*positions=*/{10, 3}, &logprobs);

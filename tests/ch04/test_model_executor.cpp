@@ -47,8 +47,11 @@ class Ch04ModelExecutor : public ::testing::Test {
   // preemptions.
   long long check_continuous(const std::vector<engine::Request>& requests,
                              const std::vector<std::vector<int>>& solo,
-                             const engine::SchedulerConfig& config, const std::string& what) {
-    engine::ModelExecutor executor(*device_, engine::executor_options_for(config));
+                             const engine::SchedulerConfig& config, const std::string& what,
+                             bool device_sampling = true) {
+    engine::ModelExecutorOptions options = engine::executor_options_for(config);
+    options.device_sampling = device_sampling;
+    engine::ModelExecutor executor(*device_, options);
     engine::SimulatedClock clock;
     const engine::ServingRun run = engine::run_continuous(requests, config, executor, clock);
     expect_solo_tokens(run, solo, what);
@@ -75,6 +78,19 @@ TEST_F(Ch04ModelExecutor, EveryRequestGetsItsSoloTokensWithChunkingAndPreemption
   EXPECT_GT(preemptions, 0) << "the 10-block pool should force preemptions";
   EXPECT_EQ(check_continuous(requests, solo, tiny_pool_config(true, 256), "chunked, 256 blocks"),
             0);
+}
+
+// The solo runs sample on the host; the executor samples on the device by default (only token
+// ids leave it) and, with device_sampling off, downloads the logits: both give the solo tokens.
+TEST_F(Ch04ModelExecutor, DeviceAndHostSamplingGiveTheSoloTokens) {
+  NANOSERVE_REQUIRE_DEVICE();
+  load("synthetic:tiny");
+  const std::vector<engine::Request> requests = model_workload(4, 9, model_.config.vocab_size, 20, 6);
+  const std::vector<std::vector<int>> solo = solo_tokens(*device_, requests, kMaxModelLen);
+  for (bool on_device : {true, false}) {
+    check_continuous(requests, solo, tiny_pool_config(true, 256),
+                     on_device ? "device sampling" : "host sampling", on_device);
+  }
 }
 
 TEST_F(Ch04ModelExecutor, StoriesRequestsGetTheirSoloTokensUnderContinuousBatching) {

@@ -124,6 +124,17 @@ void ModelRunner::check_layout(const DeviceKVCache& attention) const {
 }
 
 std::vector<float> ModelRunner::forward(const ForwardBatch& batch, DeviceKVCache& attention) {
+  forward_on_device(batch, attention);
+  const std::size_t n =
+      batch.logit_rows.size() * static_cast<std::size_t>(model_.config().vocab_size);
+  std::vector<float> logits(n);
+  if (n > 0) {
+    CUDA_CHECK(cudaMemcpy(logits.data(), logits_.get(), n * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+  return logits;
+}
+
+void ModelRunner::forward_on_device(const ForwardBatch& batch, DeviceKVCache& attention) {
   const ModelConfig& c = model_.config();
   batch.validate(c.vocab_size);
   check_layout(attention);
@@ -154,13 +165,6 @@ std::vector<float> ModelRunner::forward(const ForwardBatch& batch, DeviceKVCache
       final_logits<A, W>(batch);
     });
   });
-
-  const std::size_t n = batch.logit_rows.size() * static_cast<std::size_t>(c.vocab_size);
-  std::vector<float> logits(n);
-  if (n > 0) {
-    CUDA_CHECK(cudaMemcpy(logits.data(), logits_.get(), n * sizeof(float), cudaMemcpyDeviceToHost));
-  }
-  return logits;
 }
 
 template <typename A, typename W>

@@ -75,6 +75,9 @@ class ModelRunner {
   /// `max_logit_rows`, or that `attention` refuses; and for a cache whose layout does not fit
   /// the model.
   std::vector<float> forward(const ForwardBatch& batch, DeviceKVCache& attention);
+  /// \brief `forward` without the download: the logits stay in `device_logits()` for a device
+  /// sampler, and nothing synchronizes (the pass is queued on the stream). Same errors.
+  void forward_on_device(const ForwardBatch& batch, DeviceKVCache& attention);
 
   /// \brief The device logits of the last pass, (logit rows, vocab) fp32 (for device sampling).
   const float* device_logits() const { return logits_.get(); }

@@ -60,6 +60,9 @@ ModelExecutor::ModelExecutor(const DeviceModel& model, ModelExecutorOptions opti
                           std::to_string(options_.num_kv_blocks) + " and " +
                           std::to_string(options_.block_size));
   }
+  if (options_.device_sampling) {
+    sampler_ = std::make_unique<DeviceSampler>(options_.max_logit_rows, model.config().vocab_size);
+  }
   // Padding rows of a pass: positions 0 .. max_tokens_per_step-1 of one padding sequence.
   int blocks = options_.num_kv_blocks;
   if (options_.compute_wasted_rows) {
@@ -120,7 +123,32 @@ std::vector<int> ModelExecutor::execute(const SchedulerOutput& output) {
 
 void ModelExecutor::run_pass(std::vector<int>& sampled) {
   const int vocab = model_.config().vocab_size;
-  const std::vector<float> logits = runner_.forward(batch_, *cache_);
+  if (sampler_) {  // the logits stay on the device; only the token ids come back
+    runner_.forward_on_device(batch_, *cache_);
+    if (!batch_samplers_.empty()) {
+      std::vector<SamplingParams> params;
+      std::vector<std::uint64_t> positions;
+      for (const ScheduledSequence* s : batch_samplers_) {
+        params.push_back(s->request->seq.sampling);
+        positions.push_back(static_cast<std::uint64_t>(s->end_pos()));  // as a solo run
+      }
+      const std::vector<int> tokens = sampler_->sample(runner_.device_logits(), params, positions);
+      for (std::size_t i = 0; i < tokens.size(); ++i) {
+        sampled[static_cast<std::size_t>(batch_sample_index_[i])] = tokens[i];
+      }
+    }
+  } else {
+    sample_on_host(runner_.forward(batch_, *cache_), vocab, sampled);
+  }
+  ++num_passes_;
+  for (const SequenceChunk& c : batch_.chunks) num_rows_ += c.seq == kPaddingSeq ? 0 : c.num_tokens;
+  batch_ = ForwardBatch{};
+  batch_samplers_.clear();
+  batch_sample_index_.clear();
+}
+
+void ModelExecutor::sample_on_host(const std::vector<float>& logits, int vocab,
+                                   std::vector<int>& sampled) const {
   for (std::size_t i = 0; i < batch_samplers_.size(); ++i) {
     const ScheduledSequence& s = *batch_samplers_[i];
     // The token goes to position end_pos(): the same (seed, position) key as a solo run.
@@ -128,11 +156,6 @@ void ModelExecutor::run_pass(std::vector<int>& sampled) {
         sample(logits.data() + i * static_cast<std::size_t>(vocab), vocab,
                s.request->seq.sampling, static_cast<std::uint64_t>(s.end_pos()));
   }
-  ++num_passes_;
-  for (const SequenceChunk& c : batch_.chunks) num_rows_ += c.seq == kPaddingSeq ? 0 : c.num_tokens;
-  batch_ = ForwardBatch{};
-  batch_samplers_.clear();
-  batch_sample_index_.clear();
 }
 
 // Padding and idle rows cost a padded batch real rows of the same pass. Here they are one more

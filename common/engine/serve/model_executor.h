@@ -20,6 +20,11 @@
 ///     tokens: sample(logits row of seq 2, seq 2's params, position 42),
 ///             sample(logits row of seq 7, seq 7's params, position 10)
 ///
+/// The sampling runs on the device (`DeviceSampler`, the host sampler's decisions): the logits
+/// never leave it, only the token ids do. `device_sampling = false` downloads the logits and
+/// samples on the host instead (the same tokens; kernels/sampling.h says when fp64 rounding
+/// could differ).
+///
 /// Determinism: each token is drawn with the request's own SamplingParams and the RNG keyed by
 /// (seed, position of the sampled token), as `generate()` does for a request running alone,
 /// so the draw never depends on the batch. (The logits themselves may differ from a solo
@@ -44,6 +49,7 @@
 
 #include "common/engine/model/device_model.h"
 #include "common/engine/serve/executor.h"
+#include "common/engine/model/device_sampler.h"
 #include "common/engine/model/model_runner.h"
 #include "common/engine/model/paged_kv_cache.h"
 
@@ -70,6 +76,9 @@ struct ModelExecutorOptions {
   bool compute_wasted_rows = false;
   std::optional<DType> activation_dtype;  ///< activations; unset = the model's storage type
   std::optional<DType> kv_dtype;          ///< KV cache; unset = the activation type
+  /// \brief Sample on the device (`DeviceSampler`: the host sampler's tokens, only token ids
+  /// cross to the host); off: the logits are downloaded and sampled on the host.
+  bool device_sampling = true;
 };
 
 /// \brief Options whose buffers hold one continuous-batching step of `config` in one pass:
@@ -113,11 +122,14 @@ class ModelExecutor final : public Executor {
 
  private:
   void run_pass(std::vector<int>& sampled);
+  void sample_on_host(const std::vector<float>& logits, int vocab,
+                      std::vector<int>& sampled) const;
   void add_padding(int rows, std::vector<int>& sampled);
 
   const DeviceModel& model_;
   ModelExecutorOptions options_;
   ModelRunner runner_;
+  std::unique_ptr<DeviceSampler> sampler_;  // with `device_sampling`
   // The scheduler's blocks [0, num_kv_blocks), then the padding sequence's (if any).
   std::unique_ptr<PagedKVCache> cache_;
   std::vector<int> padding_blocks_;  // the padding sequence's block table (positions 0..)
