@@ -18,39 +18,16 @@
 #include "common/tolerances.h"
 #include "kernels/gemm_tc.h"
 #include "tests/kernels/kernel_oracle_support.h"
+#include "tests/kernels/gemm_tc_test_support.h"
 #include "tests/kernels/kernel_test_support.h"
 
 namespace nanoserve {
 namespace {
 
-// Input type T and output type OutT of one instantiation.
-template <typename T_, typename OutT_>
-struct TypePair {
-  using T = T_;
-  using OutT = OutT_;
-};
-using TypePairs = ::testing::Types<TypePair<__half, float>, TypePair<__half, __half>,
-                                   TypePair<__nv_bfloat16, float>,
-                                   TypePair<__nv_bfloat16, __nv_bfloat16>>;
-struct TypePairNames {
-  template <typename P>
-  static std::string GetName(int) {
-    return std::string(dtype_name(dtype_of<typename P::T>())) + "_to_" +
-           dtype_name(dtype_of<typename P::OutT>());
-  }
-};
-
-// Output rounding decides the tolerance (common/tolerances.h).
-template <typename OutT>
-Tolerance output_tolerance() {
-  if constexpr (std::is_same<OutT, float>::value) {
-    return tol::kFp32DotReorder;
-  } else if constexpr (std::is_same<OutT, __half>::value) {
-    return tol::kGemmOutFp16;
-  } else {
-    return tol::kGemmOutBf16;
-  }
-}
+using testing::TypePair;
+using testing::TypePairNames;
+using TypePairs = testing::GemmTcTypePairs;
+using testing::gemm_tc_output_tolerance;
 
 // A seeded problem with X and W in T (rounded once, the oracle multiplies the same rounded
 // values) and Y in OutT followed by a guard zone. W ~ U(-1, 1)/sqrt(k), X ~ U(-1, 1): outputs
@@ -128,7 +105,8 @@ void expect_matches_oracle(int version, int m, int n, int k, Epilogue epilogue,
                            std::uint64_t seed, int x_offset = 0) {
   const Problem<typename P::T, typename P::OutT> p(m, n, k, epilogue, seed, x_offset);
   p.run(version);
-  const CloseResult r = allclose(p.result(), p.reference(), output_tolerance<typename P::OutT>());
+  const CloseResult r =
+      allclose(p.result(), p.reference(), gemm_tc_output_tolerance<typename P::OutT>());
   EXPECT_TRUE(r.ok) << "v0" << version << " " << TypePairNames::GetName<P>(0) << " m=" << m
                     << " n=" << n << " k=" << k
                     << (epilogue == Epilogue::kAccumulate ? " accumulate" : "")

@@ -14,6 +14,7 @@
 #include "common/allclose.h"
 #include "common/tolerances.h"
 #include "kernels/gemm_tc.h"
+#include "tests/kernels/gemm_tc_test_support.h"
 #include "tests/kernels/kernel_test_support.h"
 #include "tests/kernels/quant_linear_test_support.h"
 
@@ -23,32 +24,10 @@ namespace {
 using testing::QuantCase;
 using testing::QuantLinearProblem;
 
-template <typename T_, typename OutT_>
-struct TypePair {
-  using T = T_;
-  using OutT = OutT_;
-};
-using TypePairs = ::testing::Types<TypePair<__half, float>, TypePair<__half, __half>,
-                                   TypePair<__nv_bfloat16, float>,
-                                   TypePair<__nv_bfloat16, __nv_bfloat16>>;
-struct TypePairNames {
-  template <typename P>
-  static std::string GetName(int) {
-    return std::string(dtype_name(dtype_of<typename P::T>())) + "_to_" +
-           dtype_name(dtype_of<typename P::OutT>());
-  }
-};
-
-template <typename OutT>
-Tolerance output_tolerance() {
-  if constexpr (std::is_same<OutT, float>::value) {
-    return tol::kFp32DotReorder;
-  } else if constexpr (std::is_same<OutT, __half>::value) {
-    return tol::kGemmOutFp16;
-  } else {
-    return tol::kGemmOutBf16;
-  }
-}
+using testing::TypePair;
+using testing::TypePairNames;
+using TypePairs = testing::GemmTcTypePairs;
+using testing::gemm_tc_output_tolerance;
 
 template <typename V>
 std::vector<V> rounded(const std::vector<float>& v) {
@@ -82,7 +61,7 @@ void expect_matches_oracle(const QuantCase& c, std::uint64_t seed) {
     const std::vector<float> before = widened(y0);
     for (std::size_t i = 0; i < want.size(); ++i) want[i] += before[i];
   }
-  const CloseResult r = allclose(widened(dy.to_host()), want, output_tolerance<OutT>());
+  const CloseResult r = allclose(widened(dy.to_host()), want, gemm_tc_output_tolerance<OutT>());
   EXPECT_TRUE(r.ok) << TypePairNames::GetName<P>(0) << " " << c.label() << ": " << r.summary();
 }
 
