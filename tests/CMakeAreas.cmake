@@ -37,7 +37,8 @@ else()
   # The shared-memory race checker (kernels/sim/racecheck.h): test binaries whose code is
   # compiled with -fsanitize=thread instrumentation (no libtsan). test_racecheck holds the
   # checker's own tests and the async-copy kernels; with -DNANOSERVE_RACECHECK_ALL=ON,
-  # test_kernels_racecheck is every kernel test and every kernel once more under the checker.
+  # test_kernels_racecheck is every kernel test once more, every kernel that uses shared memory
+  # instrumented (kernels/CMakeLists.txt).
   if(NOT NANOSERVE_SANITIZE)
     function(nanoserve_racecheck_test name)
       cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
