@@ -19,6 +19,10 @@ const context = await model.createContext({
   experimentalKvCacheKeyType: "F32",
   experimentalKvCacheValueType: "F32",
   batchSize: 512,
+  // One thread: ggml's worker threads spin at each barrier, and with ctest running two tests on
+  // a 2-core machine its default thread count made 16 steps of stories260K take 16 s instead
+  // of 1 s (same tokens and probabilities, byte for byte).
+  threads: 1,
 });
 const seq = context.getSequence();
 const tokens = [];
