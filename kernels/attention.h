@@ -111,7 +111,16 @@ void launch_attention_decode(const nondeduced_t<A>* q, const T* k_cache, const T
 /// @{
 
 /// \brief Number of prefill attention kernel versions.
-inline constexpr int kAttentionPrefillVersions = 2;
+inline constexpr int kAttentionPrefillVersions = 3;
+
+/// \brief The prefill version that version 0 (auto) runs, for both KV layouts: 3 (tensor
+/// cores) when the KV cache and the activations are both fp16 or both bf16 and `head_dim` is a
+/// multiple of 16 in [16, 128]; otherwise 2 (fp32 activations or KV — the exact mode — mixed
+/// types, and head widths such as stories260K's 8 or 256).
+/// \param kv       storage type of the KV cache
+/// \param act      storage type of q and out
+/// \param head_dim values per head
+int attention_prefill_auto_version(DType kv, DType act, int head_dim);
 
 /// \brief Prefill attention: queries `t = 0 .. n_queries - 1` of one sequence, at positions
 /// `start + t`, attend causally to cache rows `0 .. start + t` (the new keys already
@@ -121,7 +130,11 @@ inline constexpr int kAttentionPrefillVersions = 2;
 /// 2 = tiled FlashAttention-2 (Dao 2023): a block owns Br rows, K/V stream through shared
 /// memory in tiles of Bc = 32 keys, and each row keeps a running max m and sum l so that no
 /// score matrix is ever stored; the rows of a block are (position, query head) pairs of one
-/// GQA group, so each K/V tile serves the whole group. 0 picks 2.
+/// GQA group, so each K/V tile serves the whole group. 3 = v02 on the tensor cores (WMMA
+/// m16n16k16, fp32 accumulators): Br = 64 rows, K/V tiles of 32 keys double-buffered with
+/// `__pipeline_memcpy_async`, P rounded to the input type for the PV product; needs T and A
+/// both fp16 or both bf16 and head_dim a multiple of 16 in [16, 128]. 0 picks
+/// attention_prefill_auto_version (3 where it can run, else 2).
 /// \tparam T storage type of the cache: float, __half or __nv_bfloat16
 /// \tparam A storage type of q and out (activations): float, __half or __nv_bfloat16
 /// \param q           (n_queries, n_heads, head_dim) queries in the activation type A, RoPE applied
@@ -135,7 +148,8 @@ inline constexpr int kAttentionPrefillVersions = 2;
 /// \param stream      CUDA stream
 /// \param version     0 (auto) or 1..kAttentionPrefillVersions
 /// \throws std::invalid_argument for bad sizes or positions, n_heads not a multiple of
-///         n_kv_heads, or a sequence too long for version 1's shared memory
+///         n_kv_heads, a sequence too long for version 1's shared memory, or version 3 with
+///         types or a head width it cannot take
 template <typename T, typename A = float>
 void launch_attention_prefill(const nondeduced_t<A>* q, const T* k_cache, const T* v_cache,
                               int n_queries,

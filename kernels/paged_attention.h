@@ -158,7 +158,10 @@ inline constexpr int kPagedPrefillVersions = kAttentionPrefillVersions;
 /// sequence's GQA group; K/V tiles of 32 keys are gathered through the block table into shared
 /// memory; each row keeps a running max m and sum l. Grid (ceil(max_q_len * group / Br),
 /// n_kv_heads, batch): the tiles past a shorter sequence's rows exit at once (the varlen grid
-/// of FlashAttention). 0 picks 2.
+/// of FlashAttention). 3 = version 2 on the tensor cores (WMMA, fp32 accumulators; the K/V
+/// tiles gathered through the block table by `__pipeline_memcpy_async`, double-buffered), for
+/// T and A both fp16 or both bf16 and head_dim a multiple of 16 in [16, 128]. 0 picks
+/// attention_prefill_auto_version (3 where it can run, else 2).
 /// \tparam T storage type of the pools: float, __half or __nv_bfloat16
 /// \tparam A storage type of q and out (activations): float, __half or __nv_bfloat16
 /// \param q            (total_q, n_heads, head_dim) queries in A of all sequences, packed
@@ -173,8 +176,8 @@ inline constexpr int kPagedPrefillVersions = kAttentionPrefillVersions;
 /// \param out          (total_q, n_heads, head_dim) in A (rounded once)
 /// \param stream       CUDA stream
 /// \param version      0 (auto) or 1..kPagedPrefillVersions
-/// \throws std::invalid_argument for bad sizes or head counts, or a context too long for
-///         version 1's shared memory
+/// \throws std::invalid_argument for bad sizes or head counts, a context too long for
+///         version 1's shared memory, or version 3 with types or a head width it cannot take
 template <typename T, typename A = float>
 void launch_paged_attention_prefill(const nondeduced_t<A>* q, const int* cu_seqlens_q, int total_q,
                                     int max_q_len, const PagedKVView<T>& kv,
