@@ -137,16 +137,17 @@ inline constexpr Tolerance kFlashAttentionBf16{9e-3, 4.1e-3};
 /// spreads the last rounding of xn over the logits at about 2^-11 × sqrt(dim) × max|w| ×
 /// max|xn|. Measured (test_runner_activation_dtype prints it): max |Δlogit| 0.018 on
 /// stories260K over 12 greedy steps (logits up to ~20), 0.0036 on synthetic:tiny, 0.079 with a
-/// bf16 cache under fp16 activations. atol 0.08 (rtol 1e-2) keeps a margin of ~4 for fp16
-/// throughout and stays
-/// far below the O(1) shift of a real bug (a wrong position, head, layer or a missing rounding
+/// bf16 cache under fp16 activations, 0.0165 on TinyStories-656K (logits up to ~18; head_dim 16,
+/// so its prompt runs prefill v03 on the tensor cores, with P rounded to fp16). atol 0.08
+/// (rtol 1e-2) keeps a margin of ~4 for fp16 throughout and stays far below the O(1) shift of
+/// a real bug (a wrong position, head, layer or a missing rounding
 /// of the wrong kind does not hide in it: the kernel tests check the rounding itself).
 inline constexpr Tolerance kKernelForwardActFp16{8e-2, 1e-2};
 
 /// \brief As kKernelForwardActFp16 with bf16 weights, activations and KV: 8 significant bits,
 /// 8× fp16's rounding per step. Measured: max |Δlogit| 0.133 on stories260K, 0.032 on
-/// synthetic:tiny; atol 0.6 (rtol 5e-2) keeps a margin of ~4.5, still below the O(1) shift of
-/// a real bug.
+/// synthetic:tiny, 0.111 on TinyStories-656K (prefill v03); atol 0.6 (rtol 5e-2) keeps a
+/// margin of ~4.5, still below the O(1) shift of a real bug.
 inline constexpr Tolerance kKernelForwardActBf16{6e-1, 5e-2};
 
 /// \brief Next-token probabilities of the oracle against llama.cpp (tests/peer/) on an fp32
