@@ -82,8 +82,9 @@ inline constexpr int kPagedMaxBlockSize = 4096;
 /// layouts (kernels/attention_decode.cu), so version N is the same idea as contiguous decode vN.
 inline constexpr int kPagedDecodeVersions = kAttentionDecodeVersions;
 
-/// \brief Default keys per split-K partition of paged decode v02 (the contiguous decode's
-/// chunk, so the two kernels are compared at the same parallelism).
+/// \brief The smallest split-K partition of paged decode v02 before rounding up to whole
+/// blocks (the contiguous decode's, so the two kernels split alike): a workspace sized with it
+/// (paged_attention_decode_workspace_floats' default) holds any automatic split.
 inline constexpr int kPagedDecodeKeysPerSplit = kAttentionDecodeKeysPerSplit;
 
 /// \brief Floats of workspace paged decode v02 needs to split contexts of up to
@@ -109,8 +110,10 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
 /// loaded once, with 16-byte loads, for all query heads of the GQA group and all query
 /// positions, through an online softmax (more than 8 rows — e.g. group 8 with q_len 2 — take
 /// several thread blocks, each re-reading K/V, mostly from L2); with a workspace, contexts are
-/// split into partitions of `keys_per_split` keys (a whole number of blocks) run by parallel
-/// thread blocks, then a combine kernel merges them (flash-decoding). 0 picks 2 when
+/// split into partitions (a whole number of blocks each) run by parallel thread blocks, then a
+/// combine kernel merges them (flash-decoding): partitions of `keys_per_split` keys, or by
+/// default as many as the device's occupancy calls for (attention_decode_split, with the
+/// block size as the unit: none for a short context or a long batch). 0 picks 2 when
 /// `head_dim * sizeof(T)` is a multiple of 16 and the pools are 16-byte aligned, else 1.
 /// \tparam T storage type of the pools: float, __half or __nv_bfloat16
 /// \tparam A storage type of q and out (activations): float, __half or __nv_bfloat16
@@ -125,16 +128,18 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
 /// \param stream         CUDA stream
 /// \param version        0 (auto) or 1..kPagedDecodeVersions
 /// \param keys_per_split keys per partition when version 2 splits: a multiple of block_size
-///                       (checked only when a workspace is given)
+///                       (checked only when a workspace is given), or kDecodeSplitAuto: the
+///                       occupancy's choice, capped at what the workspace holds
 /// \throws std::invalid_argument for bad sizes, n_heads not a multiple of n_kv_heads, a head
 ///         width version 2 cannot load, a partition that is not a whole number of blocks, a
-///         too small workspace, or a context too long for version 1's shared memory
+///         workspace too small for a fixed keys_per_split, or a context too long for version
+///         1's shared memory
 template <typename T, typename A = float>
 void launch_paged_attention_decode(const nondeduced_t<A>* q, const PagedKVView<T>& kv,
                                    const DeviceBlockTables& tables, int q_len,
                                    const AttentionHeads& heads, nondeduced_t<A>* out,
                                    DecodeWorkspace workspace, cudaStream_t stream, int version = 0,
-                                   int keys_per_split = kPagedDecodeKeysPerSplit);
+                                   int keys_per_split = kDecodeSplitAuto);
 /// @}
 
 /// @name Prefill: many query positions per sequence, variable lengths, one launch
