@@ -29,8 +29,8 @@ DecodeSplit attention_decode_split(int sm_count, int batch, int q_len, const Att
   const DecodeSplit none{1, max_context};
 
   // The smallest chunk: kAttentionDecodeKeysPerSplit keys, rounded up to whole units (blocks).
-  const long long unit =
-      (kAttentionDecodeKeysPerSplit + split_unit - 1) / split_unit * static_cast<long long>(split_unit);
+  const long long unit = (kAttentionDecodeKeysPerSplit + split_unit - 1) / split_unit *
+                         static_cast<long long>(split_unit);
   const int units = static_cast<int>((max_context + unit - 1) / unit);
   if (units <= 1) return none;  // a short context: one chunk
 

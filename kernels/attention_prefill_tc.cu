@@ -7,7 +7,7 @@
 // t * group + hh, so every K/V tile serves the whole group) and 4 warps, 16 rows each. Per
 // K/V tile of Bc = 32 keys, warp w computes for its 16 rows i:
 //
-//   S_i  = Q_i K_jᵀ              tensor cores: Q_i fragments (registers) x K tile (shared, col_major)
+//   S_i  = Q_i K_jᵀ              tensor cores: Q_i fragments (registers) x K tile (col_major)
 //   m'   = max(m, rowmax(scale S_i))          fp32, lanes 2r and 2r+1 own row r (shared scratch)
 //   P_i  = T(exp(scale S_i - m'))             rounded to T: the tensor cores multiply only T
 //   l    = e^(m - m') l + rowsum(P_i)         the sum of the rounded P that is multiplied

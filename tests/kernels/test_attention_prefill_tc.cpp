@@ -187,8 +187,9 @@ TEST(FlashPagedPrefillWmmaBadInput, BadBlockIdPoisonsOnlyItsSequence) {
   const std::vector<float> want = testing::oracle_paged(q, p, q_lens, heads);
   const std::vector<float> got = run_paged(q, cu, 10, d, heads, 3);
   for (std::size_t b : {0u, 2u}) {
-    testing::expect_close(std::vector<float>(got.begin() + cu[b] * row, got.begin() + cu[b + 1] * row),
-                          std::vector<float>(want.begin() + cu[b] * row, want.begin() + cu[b + 1] * row),
+    const std::size_t from = cu[b] * row, to = cu[b + 1] * row;
+    testing::expect_close(std::vector<float>(got.begin() + from, got.begin() + to),
+                          std::vector<float>(want.begin() + from, want.begin() + to),
                           tol::kFlashAttentionFp16, "sequence " + std::to_string(b));
   }
   for (std::size_t i = cu[1] * row; i < cu[2] * row; ++i) {
@@ -215,7 +216,8 @@ void expect_auto_runs(int expected, const AttentionHeads& heads) {
   const int n = 9, start = 4;
   const testing::HostKvCache<T> cache =
       testing::make_kv_cache<T>(5, {n + start}, n + start, heads.n_kv_heads * heads.head_dim);
-  const std::vector<float> q = random_values(6, 0, std::size_t(n) * heads.n_heads * heads.head_dim, 1.0f);
+  const std::vector<float> q =
+      random_values(6, 0, std::size_t(n) * heads.n_heads * heads.head_dim, 1.0f);
   EXPECT_EQ((run_contiguous<T, A>(q, cache, heads, n, start, 0)),
             (run_contiguous<T, A>(q, cache, heads, n, start, expected)))
       << testing::describe(heads) << " expected v0" << expected;
