@@ -111,6 +111,24 @@ inline constexpr Tolerance kKernelStoreFp16{1e-5, 5.1e-4};
 /// truncating (up to 2^-7) store fails it.
 inline constexpr Tolerance kKernelStoreBf16{1e-5, 4.0e-3};
 
+/// \brief Tensor-core flash attention (prefill v03, fp16 q, K, V and out) against
+/// oracle::attention on the same rounded q, K, V. Two roundings the oracle does not make:
+/// (1) the softmax numerators P enter the PV product rounded to fp16 (relative error δ_j,
+/// |δ_j| <= u = 2^-11); the row sum l adds the same rounded P, so the output is still a convex
+/// combination of the V rows, with weights w_j (1 + δ_j) / (1 + Σ_i w_i δ_i), and moves by at
+/// most 2u / (1 - u) · max|v| ≈ 9.8e-4 for the tests' |v| <= 1 (P below 2^-24 also rounds to
+/// 0 or a subnormal: at most 2^-25 per key, ~1e-5 over the tests' <= 300 keys); (2) the output
+/// is rounded once to fp16, 2^-11 ≈ 4.9e-4 relative. atol 1.2e-3 is (1) plus kKernelVsOracle's
+/// 1e-5 with ~15% to spare, rtol 6e-4 is (2) plus kKernelVsOracle's 1e-4. A key let through the
+/// causal mask at a tile edge moves an output of a row with n <= 65 keys by ~|v_j - o| / n ≳ 5e-3
+/// and fails.
+inline constexpr Tolerance kFlashAttentionFp16{1.2e-3, 6e-4};
+
+/// \brief As kFlashAttentionFp16 with bf16 (u = 2^-8): (1) 2u / (1 - u) ≈ 7.9e-3, (2) 3.9e-3
+/// relative; atol 9e-3 (~13% to spare), rtol 4.1e-3. The mask-edge tests use rows of <= 33
+/// keys, where a wrongly admitted key (~|v_j - o| / n ≳ 1.5e-2) still fails.
+inline constexpr Tolerance kFlashAttentionBf16{9e-3, 4.1e-3};
+
 /// \brief Logits of the whole kernel forward with fp16 weights, fp16 activations and an fp16
 /// KV cache against the oracle run on the same fp16-rounded weights (engine::round_weights),
 /// which keeps every activation in fp32. Every kernel output between two kernels is now
@@ -119,16 +137,17 @@ inline constexpr Tolerance kKernelStoreBf16{1e-5, 4.0e-3};
 /// spreads the last rounding of xn over the logits at about 2^-11 × sqrt(dim) × max|w| ×
 /// max|xn|. Measured (test_runner_activation_dtype prints it): max |Δlogit| 0.018 on
 /// stories260K over 12 greedy steps (logits up to ~20), 0.0036 on synthetic:tiny, 0.079 with a
-/// bf16 cache under fp16 activations. atol 0.08 (rtol 1e-2) keeps a margin of ~4 for fp16
-/// throughout and stays
-/// far below the O(1) shift of a real bug (a wrong position, head, layer or a missing rounding
+/// bf16 cache under fp16 activations, 0.0165 on TinyStories-656K (logits up to ~18; head_dim 16,
+/// so its prompt runs prefill v03 on the tensor cores, with P rounded to fp16). atol 0.08
+/// (rtol 1e-2) keeps a margin of ~4 for fp16 throughout and stays far below the O(1) shift of
+/// a real bug (a wrong position, head, layer or a missing rounding
 /// of the wrong kind does not hide in it: the kernel tests check the rounding itself).
 inline constexpr Tolerance kKernelForwardActFp16{8e-2, 1e-2};
 
 /// \brief As kKernelForwardActFp16 with bf16 weights, activations and KV: 8 significant bits,
 /// 8× fp16's rounding per step. Measured: max |Δlogit| 0.133 on stories260K, 0.032 on
-/// synthetic:tiny; atol 0.6 (rtol 5e-2) keeps a margin of ~4.5, still below the O(1) shift of
-/// a real bug.
+/// synthetic:tiny, 0.111 on TinyStories-656K (prefill v03); atol 0.6 (rtol 5e-2) keeps a
+/// margin of ~4.5, still below the O(1) shift of a real bug.
 inline constexpr Tolerance kKernelForwardActBf16{6e-1, 5e-2};
 
 /// \brief Next-token probabilities of the oracle against llama.cpp (tests/peer/) on an fp32

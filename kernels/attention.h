@@ -44,15 +44,61 @@ inline constexpr int kAttentionMaxHeadDim = 256;
 /// \brief Number of decode attention kernel versions.
 inline constexpr int kAttentionDecodeVersions = 2;
 
-/// \brief Keys each block of decode v02 handles when a workspace allows splitting a sequence
-/// (flash-decoding): long contexts then spread over many blocks instead of one per head group.
+/// \brief The smallest split-K chunk of decode v02 (flash-decoding): the chunks
+/// attention_decode_split chooses are whole multiples of it, so a workspace sized with it
+/// (attention_decode_workspace_floats' default) holds any split that choice makes. A caller
+/// may also fix the chunk at any size (`keys_per_split` > 0).
 inline constexpr int kAttentionDecodeKeysPerSplit = 256;
+
+/// \brief `keys_per_split` value that lets decode v02 choose its split-K chunks from the
+/// device's occupancy (attention_decode_split), the default.
+inline constexpr int kDecodeSplitAuto = 0;
+
+/// \brief (query, head) rows one thread block of decode v02 serves at most; more rows (a GQA
+/// group of 16, or several query positions) take several blocks.
+inline constexpr int kDecodeMaxRowsPerBlock = 8;
+
+/// \brief Most split-K chunks the occupancy choice makes per sequence.
+inline constexpr int kDecodeMaxSplits = 128;
 
 /// \brief Scratch for decode v02's split-K partial results (`data == nullptr`: no splitting).
 struct DecodeWorkspace {
   float* data = nullptr;    ///< device memory of at least `floats` floats
   std::size_t floats = 0;   ///< its size
+  /// \brief Streaming multiprocessors the automatic split fills: 0 asks the current device
+  /// (`cudaDevAttrMultiProcessorCount`); a value models another device (tests, the cost model).
+  int sm_count = 0;
 };
+
+/// \brief How decode v02 cuts each sequence's keys: `num_splits` chunks of `keys_per_split`.
+struct DecodeSplit {
+  int num_splits = 1;      ///< chunks (thread blocks along the keys); 1: no split-K
+  int keys_per_split = 0;  ///< keys per chunk (the whole context when num_splits is 1)
+};
+
+/// \brief The split-K choice of decode v02 when `keys_per_split` is kDecodeSplitAuto: split
+/// only when the grid without splitting — batch × n_kv_heads × ceil(q_len · group / 8) thread
+/// blocks — would leave the device idle, and then into as many chunks as fill it.
+///
+/// The heuristic of FlashAttention-2's `num_splits_heuristic` (Dao, flash_api.cpp): the device
+/// holds a wave of `2 · sm_count` blocks of 128 threads; with at least 80% of a wave of blocks
+/// there is no split (a long batch); otherwise, among the split counts s <= min(chunks of
+/// kAttentionDecodeKeysPerSplit keys, a wave, max_splits) that change the chunk size, the
+/// smallest whose wave efficiency `n / ceil(n)` (n = blocks · s / wave) is within 85% of the
+/// best. Short contexts (one chunk) never split.
+/// \param sm_count    streaming multiprocessors of the device (>= 1)
+/// \param batch       sequences
+/// \param q_len       queries per sequence
+/// \param heads       head counts and width
+/// \param max_context keys of the longest sequence the grid covers
+/// \param split_unit  chunks are multiples of it (a paged pool's block size; >= 1)
+/// \param max_splits  most chunks (what a workspace holds; >= 1)
+/// \return the chunks; keys_per_split is a multiple of kAttentionDecodeKeysPerSplit rounded up
+///         to a multiple of split_unit
+/// \throws std::invalid_argument for a size out of range
+DecodeSplit attention_decode_split(int sm_count, int batch, int q_len, const AttentionHeads& heads,
+                                   int max_context, int split_unit = 1,
+                                   int max_splits = kDecodeMaxSplits);
 
 /// \brief Floats of workspace decode v02 needs to split sequences of up to `max_seq_len` keys
 /// into chunks of `keys_per_split` (0 when no split is needed): per (sequence, query head,
@@ -73,10 +119,11 @@ std::size_t attention_decode_workspace_floats(int batch, int n_heads, int head_d
 /// softmax, then the weighted sum of V (needs `max_seq_len` floats of shared memory).
 /// 2 = one block per (sequence, KV head, key chunk): every query head of the GQA group is
 /// served from one read of the group's K and V, streamed with 16-byte loads through an online
-/// softmax (running max and sum, no score buffer); with a workspace, chunks of
-/// `keys_per_split` keys run in parallel blocks and a second kernel merges them
-/// (flash-decoding). 0 picks 2 when `head_dim * sizeof(T)` is a multiple of 16 and the caches
-/// are 16-byte aligned, else 1.
+/// softmax (running max and sum, no score buffer); with a workspace, chunks of keys run in
+/// parallel blocks and a second kernel merges them (flash-decoding): chunks of
+/// `keys_per_split` keys, or by default as many as the device's occupancy calls for
+/// (attention_decode_split: none for a short context or a long batch). 0 picks 2 when
+/// `head_dim * sizeof(T)` is a multiple of 16 and the caches are 16-byte aligned, else 1.
 ///
 /// Lengths are device data, so the kernel cannot throw: a length above `max_seq_len` is clamped
 /// to it, and a sequence of length <= 0 gets a zero output.
@@ -94,24 +141,34 @@ std::size_t attention_decode_workspace_floats(int batch, int n_heads, int head_d
 ///                       attention_decode_workspace_floats); ignored by version 1
 /// \param stream         CUDA stream
 /// \param version        0 (auto) or 1..kAttentionDecodeVersions
-/// \param keys_per_split keys per block when version 2 splits (>= 1)
+/// \param keys_per_split keys per block when version 2 splits (>= 1), or kDecodeSplitAuto: the
+///                       occupancy's choice, capped at what the workspace holds
 /// \throws std::invalid_argument for bad sizes, n_heads not a multiple of n_kv_heads, a head
-///         width version 2 cannot load, a too small workspace, or a cache too long for
-///         version 1's shared memory
+///         width version 2 cannot load, a workspace too small for a fixed keys_per_split, or
+///         a cache too long for version 1's shared memory
 template <typename T, typename A = float>
 void launch_attention_decode(const nondeduced_t<A>* q, const T* k_cache, const T* v_cache,
                              const int* lens,
                              int batch, int max_seq_len, const AttentionHeads& heads,
                              nondeduced_t<A>* out,
                              DecodeWorkspace workspace, cudaStream_t stream, int version = 0,
-                             int keys_per_split = kAttentionDecodeKeysPerSplit);
+                             int keys_per_split = kDecodeSplitAuto);
 /// @}
 
 /// @name Prefill: many query positions of one sequence
 /// @{
 
 /// \brief Number of prefill attention kernel versions.
-inline constexpr int kAttentionPrefillVersions = 2;
+inline constexpr int kAttentionPrefillVersions = 3;
+
+/// \brief The prefill version that version 0 (auto) runs, for both KV layouts: 3 (tensor
+/// cores) when the KV cache and the activations are both fp16 or both bf16 and `head_dim` is a
+/// multiple of 16 in [16, 128]; otherwise 2 (fp32 activations or KV — the exact mode — mixed
+/// types, and head widths such as stories260K's 8 or 256).
+/// \param kv       storage type of the KV cache
+/// \param act      storage type of q and out
+/// \param head_dim values per head
+int attention_prefill_auto_version(DType kv, DType act, int head_dim);
 
 /// \brief Prefill attention: queries `t = 0 .. n_queries - 1` of one sequence, at positions
 /// `start + t`, attend causally to cache rows `0 .. start + t` (the new keys already
@@ -121,7 +178,11 @@ inline constexpr int kAttentionPrefillVersions = 2;
 /// 2 = tiled FlashAttention-2 (Dao 2023): a block owns Br rows, K/V stream through shared
 /// memory in tiles of Bc = 32 keys, and each row keeps a running max m and sum l so that no
 /// score matrix is ever stored; the rows of a block are (position, query head) pairs of one
-/// GQA group, so each K/V tile serves the whole group. 0 picks 2.
+/// GQA group, so each K/V tile serves the whole group. 3 = v02 on the tensor cores (WMMA
+/// m16n16k16, fp32 accumulators): Br = 64 rows, K/V tiles of 32 keys double-buffered with
+/// `__pipeline_memcpy_async`, P rounded to the input type for the PV product; needs T and A
+/// both fp16 or both bf16 and head_dim a multiple of 16 in [16, 128]. 0 picks
+/// attention_prefill_auto_version (3 where it can run, else 2).
 /// \tparam T storage type of the cache: float, __half or __nv_bfloat16
 /// \tparam A storage type of q and out (activations): float, __half or __nv_bfloat16
 /// \param q           (n_queries, n_heads, head_dim) queries in the activation type A, RoPE applied
@@ -135,7 +196,8 @@ inline constexpr int kAttentionPrefillVersions = 2;
 /// \param stream      CUDA stream
 /// \param version     0 (auto) or 1..kAttentionPrefillVersions
 /// \throws std::invalid_argument for bad sizes or positions, n_heads not a multiple of
-///         n_kv_heads, or a sequence too long for version 1's shared memory
+///         n_kv_heads, a sequence too long for version 1's shared memory, or version 3 with
+///         types or a head width it cannot take
 template <typename T, typename A = float>
 void launch_attention_prefill(const nondeduced_t<A>* q, const T* k_cache, const T* v_cache,
                               int n_queries,

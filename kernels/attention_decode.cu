@@ -16,9 +16,11 @@
 //        - streaming: 16-byte loads, a group of lanes per key row, an online softmax (running
 //          max m and sum l per row, Milakov & Gimelshein 2018) — no score buffer, any length;
 //        - split-K (flash-decoding, Dao et al. 2023): with a workspace, a long context is cut
-//          into chunks of keys_per_split keys (paged: whole KV blocks) handled by parallel
-//          blocks, and a small combine kernel merges their (m, l, O) exactly, so a few long
-//          sequences still fill the whole GPU.
+//          into chunks of keys (paged: whole KV blocks) handled by parallel blocks, and a small
+//          combine kernel merges their (m, l, O) exactly, so a few long sequences still fill
+//          the whole GPU. How many chunks follows the occupancy of the device
+//          (attention_decode_split.cu: enough blocks for the SMs, none for a long batch or a
+//          short context), unless the caller fixes keys_per_split.
 //        Paging costs one L1-cached table load per key and a multiply-high for j / block_size
 //        (FastDivmod): next to the 2 x 256 bytes of K and V a key row carries at head_dim 128 in
 //        fp16, a few percent of the instructions.
@@ -32,6 +34,7 @@
 // L = lanes per key = next_pow2(head_dim / 8) and a warp takes 32 / L keys per step; the score
 // is a dot product over the L lanes (log2 L xor-shuffles), and each lane keeps the softmax state
 // and its 8 output elements for each row in registers.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -52,7 +55,7 @@ namespace {
 constexpr int kDecodeWarps = 4;      // v02 warps per block
 constexpr int kLaneElems = 8;        // v02: elements of a head row owned by one lane
 constexpr int kDecodeUnroll = 2;     // v02: key steps whose loads are issued together
-constexpr int kMaxRowsPerBlock = 8;  // v02: (query, head) rows one block serves at most
+constexpr int kMaxRowsPerBlock = kDecodeMaxRowsPerBlock;  // v02: (query, head) rows per block
 constexpr int kMaxQLen = 64;         // queries per sequence (speculative γ + 1 is ~2-9)
 
 // ---------------------------------------------------------------------------------------------
@@ -298,6 +301,15 @@ void launch_decode_v02(const A* q, const T* k_cache, const T* v_cache, const KV&
   }
 }
 
+// The SMs the automatic split fills: the workspace's, or the current device's.
+int device_sm_count(const DecodeWorkspace& workspace) {
+  if (workspace.sm_count > 0) return workspace.sm_count;
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return std::max(sms, 1);
+}
+
 // Version dispatch for either layout (the public launchers checked the layout's arguments).
 // `split_unit` is what keys_per_split must be a multiple of: the block size of a paged pool.
 template <typename T, typename A, typename KV>
@@ -305,7 +317,7 @@ void run_decode(const char* op, const A* q, const T* k_cache, const T* v_cache, 
                 const FixedQueries& queries, int batch, const AttentionHeads& heads, A* out,
                 DecodeWorkspace workspace, cudaStream_t stream, int version, int keys_per_split,
                 int split_unit) {
-  kargs::require_at_least(op, "keys_per_split", keys_per_split, 1);
+  kargs::require_at_least(op, "keys_per_split", keys_per_split, kDecodeSplitAuto);
   kargs::require_version(op, version, kAttentionDecodeVersions);
   const bool v02_ok =
       heads.head_dim % kVec16<T> == 0 && aligned16(k_cache) && aligned16(v_cache);
@@ -329,7 +341,20 @@ void run_decode(const char* op, const A* q, const T* k_cache, const T* v_cache, 
   int num_splits = 1;
   float* part_o = nullptr;
   float* part_ml = nullptr;
-  if (workspace.data != nullptr) {
+  if (workspace.data != nullptr && keys_per_split == kDecodeSplitAuto) {
+    // The occupancy's choice, at most what the workspace holds.
+    const std::size_t per_split = static_cast<std::size_t>(batch) * queries.q_len *
+                                  heads.n_heads * (heads.head_dim + 2);
+    const int fits = static_cast<int>(
+        std::min<std::size_t>(workspace.floats / per_split, kDecodeMaxSplits));
+    if (fits >= 2) {
+      const DecodeSplit split =
+          attention_decode_split(device_sm_count(workspace), batch, queries.q_len, heads,
+                                 max_context, split_unit, fits);
+      keys_per_split = split.keys_per_split;
+    }
+  }
+  if (workspace.data != nullptr && keys_per_split != kDecodeSplitAuto) {
     kargs::require(keys_per_split % split_unit == 0, op,
                    "keys_per_split = " + std::to_string(keys_per_split) +
                        " must be a whole number of blocks of " + std::to_string(split_unit));

@@ -27,6 +27,14 @@
 //        threads translate its keys into cache rows (paged: through the block table), one
 //        lookup per key per tile shared by the K and V loads and all head_dim elements.
 //
+//   v03  v02 on the tensor cores (kernels/attention_prefill_tc.cu): QK^T and PV as WMMA
+//        m16n16k16 products with fp32 accumulators, Br = 64 rows (4 warps x 16), K/V tiles of
+//        Bc = 32 keys double-buffered through __pipeline_memcpy_async, the online softmax in
+//        fp32 with P rounded to the input type for the second product. Needs KV and activations
+//        both fp16 or both bf16 and head_dim a multiple of 16 up to 128; version 0 picks it
+//        then (attention_prefill_auto_version) and v02 otherwise (fp32: the exact mode; the
+//        head widths 8 of stories260K and 256).
+//
 // v02 threads: 4 warps, each owning kRowsPerWarp rows. S: lane c computes column c (key
 // j0 + c) of its rows, reading the key tile from shared memory. O: lane c owns output values
 // c, c + 32, ... of its rows. The K/V tile rows are stored rotated by their index
@@ -40,10 +48,12 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "kernels/attention.h"
 #include "kernels/attention_kv.cuh"
 #include "kernels/attention_naive.cuh"
+#include "kernels/attention_prefill_tc.h"
 #include "kernels/kernel_args.h"
 #include "kernels/paged_attention.h"
 #include "kernels/reduce.cuh"
@@ -243,9 +253,28 @@ void run_prefill(const char* op, const A* q, const T* k_cache, const T* v_cache,
                  "n_kv_heads = " + std::to_string(heads.n_kv_heads) +
                      " must be <= 65535 (a grid y dimension)");
   kargs::require_version(op, version, kAttentionPrefillVersions);
-  if (version == 0) version = 2;
+  if (version == 0) {
+    version = attention_prefill_auto_version(dtype_of<T>(), dtype_of<A>(), heads.head_dim);
+  }
+  constexpr bool kTensorCoreTypes = std::is_same<T, A>::value && !std::is_same<T, float>::value;
+  if (version == 3) {
+    kargs::require(kTensorCoreTypes, op,
+                   std::string("version 3 runs on the tensor cores: it needs KV and activations "
+                               "both fp16 or both bf16, got ") +
+                       dtype_name(dtype_of<T>()) + " KV and " + dtype_name(dtype_of<A>()) +
+                       " activations");
+    kargs::require(attention_prefill_v03_supports(heads.head_dim), op,
+                   "version 3 needs head_dim = " + std::to_string(heads.head_dim) +
+                       " to be a multiple of 16 in [" + std::to_string(kPrefillV03MinHeadDim) +
+                       ", " + std::to_string(kPrefillV03MaxHeadDim) + "]");
+  }
   if (batch == 0 || max_q_len == 0) return;
-  if (version == 1) {
+  if (version == 3) {
+    if constexpr (kTensorCoreTypes) {  // only the pairs that can take it are instantiated
+      launch_attention_prefill_v03<T>(q, k_cache, v_cache, kv, queries, batch, max_q_len, heads,
+                                      out, stream);
+    }
+  } else if (version == 1) {
     launch_attention_v01(op, q, k_cache, v_cache, kv, queries, batch, max_q_len, max_keys, heads,
                          out, stream);
   } else if (heads.head_dim <= 128) {
@@ -263,6 +292,11 @@ void run_prefill(const char* op, const A* q, const T* k_cache, const T* v_cache,
 
 // ---------------------------------------------------------------------------------------------
 // dispatch: the two layouts
+
+int attention_prefill_auto_version(DType kv, DType act, int head_dim) {
+  const bool tensor_core_types = kv == act && kv != DType::kF32;
+  return tensor_core_types && attention_prefill_v03_supports(head_dim) ? 3 : 2;
+}
 
 template <typename T, typename A>
 void launch_attention_prefill(const nondeduced_t<A>* q, const T* k_cache, const T* v_cache,

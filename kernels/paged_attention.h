@@ -82,8 +82,9 @@ inline constexpr int kPagedMaxBlockSize = 4096;
 /// layouts (kernels/attention_decode.cu), so version N is the same idea as contiguous decode vN.
 inline constexpr int kPagedDecodeVersions = kAttentionDecodeVersions;
 
-/// \brief Default keys per split-K partition of paged decode v02 (the contiguous decode's
-/// chunk, so the two kernels are compared at the same parallelism).
+/// \brief The smallest split-K partition of paged decode v02 before rounding up to whole
+/// blocks (the contiguous decode's, so the two kernels split alike): a workspace sized with it
+/// (paged_attention_decode_workspace_floats' default) holds any automatic split.
 inline constexpr int kPagedDecodeKeysPerSplit = kAttentionDecodeKeysPerSplit;
 
 /// \brief Floats of workspace paged decode v02 needs to split contexts of up to
@@ -109,8 +110,10 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
 /// loaded once, with 16-byte loads, for all query heads of the GQA group and all query
 /// positions, through an online softmax (more than 8 rows — e.g. group 8 with q_len 2 — take
 /// several thread blocks, each re-reading K/V, mostly from L2); with a workspace, contexts are
-/// split into partitions of `keys_per_split` keys (a whole number of blocks) run by parallel
-/// thread blocks, then a combine kernel merges them (flash-decoding). 0 picks 2 when
+/// split into partitions (a whole number of blocks each) run by parallel thread blocks, then a
+/// combine kernel merges them (flash-decoding): partitions of `keys_per_split` keys, or by
+/// default as many as the device's occupancy calls for (attention_decode_split, with the
+/// block size as the unit: none for a short context or a long batch). 0 picks 2 when
 /// `head_dim * sizeof(T)` is a multiple of 16 and the pools are 16-byte aligned, else 1.
 /// \tparam T storage type of the pools: float, __half or __nv_bfloat16
 /// \tparam A storage type of q and out (activations): float, __half or __nv_bfloat16
@@ -125,16 +128,18 @@ std::size_t paged_attention_decode_workspace_floats(int batch, int q_len, int n_
 /// \param stream         CUDA stream
 /// \param version        0 (auto) or 1..kPagedDecodeVersions
 /// \param keys_per_split keys per partition when version 2 splits: a multiple of block_size
-///                       (checked only when a workspace is given)
+///                       (checked only when a workspace is given), or kDecodeSplitAuto: the
+///                       occupancy's choice, capped at what the workspace holds
 /// \throws std::invalid_argument for bad sizes, n_heads not a multiple of n_kv_heads, a head
 ///         width version 2 cannot load, a partition that is not a whole number of blocks, a
-///         too small workspace, or a context too long for version 1's shared memory
+///         workspace too small for a fixed keys_per_split, or a context too long for version
+///         1's shared memory
 template <typename T, typename A = float>
 void launch_paged_attention_decode(const nondeduced_t<A>* q, const PagedKVView<T>& kv,
                                    const DeviceBlockTables& tables, int q_len,
                                    const AttentionHeads& heads, nondeduced_t<A>* out,
                                    DecodeWorkspace workspace, cudaStream_t stream, int version = 0,
-                                   int keys_per_split = kPagedDecodeKeysPerSplit);
+                                   int keys_per_split = kDecodeSplitAuto);
 /// @}
 
 /// @name Prefill: many query positions per sequence, variable lengths, one launch
@@ -158,7 +163,10 @@ inline constexpr int kPagedPrefillVersions = kAttentionPrefillVersions;
 /// sequence's GQA group; K/V tiles of 32 keys are gathered through the block table into shared
 /// memory; each row keeps a running max m and sum l. Grid (ceil(max_q_len * group / Br),
 /// n_kv_heads, batch): the tiles past a shorter sequence's rows exit at once (the varlen grid
-/// of FlashAttention). 0 picks 2.
+/// of FlashAttention). 3 = version 2 on the tensor cores (WMMA, fp32 accumulators; the K/V
+/// tiles gathered through the block table by `__pipeline_memcpy_async`, double-buffered), for
+/// T and A both fp16 or both bf16 and head_dim a multiple of 16 in [16, 128]. 0 picks
+/// attention_prefill_auto_version (3 where it can run, else 2).
 /// \tparam T storage type of the pools: float, __half or __nv_bfloat16
 /// \tparam A storage type of q and out (activations): float, __half or __nv_bfloat16
 /// \param q            (total_q, n_heads, head_dim) queries in A of all sequences, packed
@@ -173,8 +181,8 @@ inline constexpr int kPagedPrefillVersions = kAttentionPrefillVersions;
 /// \param out          (total_q, n_heads, head_dim) in A (rounded once)
 /// \param stream       CUDA stream
 /// \param version      0 (auto) or 1..kPagedPrefillVersions
-/// \throws std::invalid_argument for bad sizes or head counts, or a context too long for
-///         version 1's shared memory
+/// \throws std::invalid_argument for bad sizes or head counts, a context too long for
+///         version 1's shared memory, or version 3 with types or a head width it cannot take
 template <typename T, typename A = float>
 void launch_paged_attention_prefill(const nondeduced_t<A>* q, const int* cu_seqlens_q, int total_q,
                                     int max_q_len, const PagedKVView<T>& kv,

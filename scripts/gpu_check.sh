@@ -6,7 +6,8 @@
 #      greedy stories260K through the CUDA path)
 #   3. compute-sanitizer memcheck and racecheck over the kernel tests, where supported
 #   4. end-to-end decode vs the roofline and vs Hugging Face transformers, the kernel
-#      benchmark, and each chapter's tour on the GPU, JSON
+#      benchmark and PyTorch SDPA on its prefill-attention shapes, and each chapter's tour on
+#      the GPU, JSON
 # Everything lands in the folder given as $1 (default: $OUT when the device tool runs it, else
 # results/gpu). Time-boxed to finish in under 8 minutes on an H200.
 #
@@ -114,6 +115,11 @@ fi
 if ((dry == 0)) && [[ -x "$bin/bench_kernels" ]]; then
   step "bench_kernels (full sizes)"
   timeout "$(left 150)" "$bin/bench_kernels" --json "$out/bench_kernels.json" || status=1
+fi
+if ((dry == 0)); then
+  step "peer: PyTorch scaled_dot_product_attention on bench_kernels' attention_prefill shapes"
+  timeout "$(left 60)" python3 scripts/sdpa_bench.py --json "$out/sdpa_bench.json" ||
+    echo "sdpa_bench: not run to completion"
 fi
 for prog in "$bin"/ch[0-9][0-9]_*; do
   [[ -x "$prog" && $dry -eq 0 ]] || continue

@@ -2,8 +2,10 @@
 // 128) in fp16: batch 1, 8 and 32 at contexts 512 and 4096, and batch 1 at 16384, each by
 //   v01         one block per (sequence, query head), scores in shared memory;
 //   v02         one block per (sequence, KV head): the GQA group shares one read of K and V;
-//   v02-splitk  v02 with a workspace: chunks of kAttentionDecodeKeysPerSplit keys in parallel
-//               blocks, then a combine kernel (flash-decoding) — what fills the GPU at batch 1.
+//   v02-splitk  v02 with a workspace: chunks of keys in parallel blocks, as many as the
+//               device's occupancy calls for (attention_decode_split), then a combine kernel
+//               (flash-decoding) — what fills the GPU at batch 1 (--quick: v02-split32,
+//               chunks forced to 32 keys so that the simulator splits).
 // GB/s counts the K and V bytes each sequence's length makes the kernel read, once (the
 // quantity issue 9's target "≥ 70% of copy bandwidth at batch 32, context 4096" is about); q
 // and out (< 0.1% of it at these shapes) are left out. v01 fetches each KV row once per query
@@ -50,7 +52,9 @@ BenchCase decode_case(DecodeVariant variant, std::vector<int> lens, int max_seq_
   for (int len : lens) keys += len;
   BenchCase c;
   c.kernel = "attention_decode";
-  c.version = variant_name(variant);
+  c.version = variant == DecodeVariant::kV02SplitK && keys_per_split != kDecodeSplitAuto
+                  ? "v02-split" + std::to_string(keys_per_split)
+                  : variant_name(variant);
   c.dtype = dtype_name(dtype_of<T>());
   c.shape = decode_shape(lens, heads);
   c.bytes = 2.0 * keys * kv_dim * sizeof(T);              // K and V rows below lens
@@ -74,7 +78,8 @@ BenchCase decode_case(DecodeVariant variant, std::vector<int> lens, int max_seq_
     b->out = DeviceBuffer<float>(q_size);
     if (variant == DecodeVariant::kV02SplitK) {
       b->workspace = DeviceBuffer<float>(attention_decode_workspace_floats(
-          batch, heads.n_heads, heads.head_dim, max_seq_len, keys_per_split));
+          batch, heads.n_heads, heads.head_dim, max_seq_len,
+          keys_per_split == kDecodeSplitAuto ? kAttentionDecodeKeysPerSplit : keys_per_split));
     }
     const int version = variant == DecodeVariant::kV01 ? 1 : 2;
     return [=](cudaStream_t s) {
@@ -113,8 +118,7 @@ std::vector<BenchCase> attention_decode_cases(const SuiteOptions& options) {
   for (int batch : {1, 8, 32}) {
     for (int context : {512, 4096, 16384}) {
       if (context == 16384 && batch != 1) continue;  // one long sequence: split-K's case
-      add_shape(cases, std::vector<int>(batch, context), context, heads,
-                kAttentionDecodeKeysPerSplit);
+      add_shape(cases, std::vector<int>(batch, context), context, heads, kDecodeSplitAuto);
     }
   }
   return cases;

@@ -6,10 +6,15 @@
 // bandwidth on the KV bytes read, and within 10% of the contiguous kernel":
 //   v01         one thread block per (sequence, query, head), scores in shared memory
 //   v02         one thread block per (sequence, KV head): the GQA group shares each K/V read
-//   v02-splitk  v02 with partitions of kPagedDecodeKeysPerSplit keys merged by a combine kernel
-// paged_prefill — a batch of prompts, and of chunks after a cached prefix (chapter 4):
+//   v02-splitk  v02 with a workspace: split-K partitions as many as the device's occupancy
+//               calls for (attention_decode_split: none at batch 32 on an H200, many at
+//               batch 1), merged by a combine kernel — what the engine runs; fp16 and bf16 KV
+//               (--quick: v02-split32, partitions forced to 32 keys so the simulator splits)
+// paged_prefill — a batch of prompts, and of chunks after a cached prefix (chapter 4), q, K, V
+// and out in fp16 (the engine's 16-bit path; v02/v03 in bf16 too):
 //   v01         one thread block per (sequence, new token, head), scores in shared memory
 //   v02         FlashAttention-2 tiles gathered through the block tables
+//   v03         v02 on the tensor cores (WMMA), K/V tiles gathered by __pipeline_memcpy_async
 // GB/s counts the K and V bytes below each context length once (plus q and out for prefill),
 // as the contiguous suites do.
 #include <algorithm>
@@ -70,7 +75,9 @@ BenchCase paged_case(PagedVariant variant, int batch, int context, int q_len, in
   const int blocks_per_seq = (context + block_size - 1) / block_size;
   BenchCase c;
   c.kernel = "paged_decode";
-  c.version = variant_name(variant);
+  c.version = variant == PagedVariant::kV02SplitK && keys_per_split != kDecodeSplitAuto
+                  ? "v02-split" + std::to_string(keys_per_split)
+                  : variant_name(variant);
   c.dtype = dtype_name(dtype_of<T>());
   c.shape = "b" + std::to_string(batch) + " ctx" + std::to_string(context) +
             (q_len > 1 ? " q" + std::to_string(q_len) : "") + " h" +
@@ -93,7 +100,7 @@ BenchCase paged_case(PagedVariant variant, int batch, int context, int q_len, in
     if (variant == PagedVariant::kV02SplitK) {
       b->workspace = DeviceBuffer<float>(paged_attention_decode_workspace_floats(
           batch, q_len, heads.n_heads, heads.head_dim, blocks_per_seq * block_size,
-          keys_per_split));
+          keys_per_split == kDecodeSplitAuto ? kPagedDecodeKeysPerSplit : keys_per_split));
     }
     const int version = variant == PagedVariant::kV01 ? 1 : 2;
     return [=](cudaStream_t s) {
@@ -118,6 +125,9 @@ void add_shape(std::vector<BenchCase>& cases, int batch, int context, int q_len,
     cases.push_back(
         paged_case<__half>(v, batch, context, q_len, block_size, heads, keys_per_split));
   }
+  // bf16 KV, the split the engine runs.
+  cases.push_back(paged_case<__nv_bfloat16>(PagedVariant::kV02SplitK, batch, context, q_len,
+                                            block_size, heads, keys_per_split));
 }
 
 std::vector<BenchCase> paged_decode_cases(const SuiteOptions& options) {
@@ -132,13 +142,13 @@ std::vector<BenchCase> paged_decode_cases(const SuiteOptions& options) {
   for (int batch : {1, 8, 32}) {
     for (int context : {512, 4096, 16384}) {
       if (context == 16384 && batch != 1) continue;
-      add_shape(cases, batch, context, 1, 16, heads, kPagedDecodeKeysPerSplit);
+      add_shape(cases, batch, context, 1, 16, heads, kDecodeSplitAuto);
     }
   }
   // Speculative verification: γ + 1 = 5 queries per sequence attend in one launch.
-  add_shape(cases, 32, 4096, 5, 16, heads, kPagedDecodeKeysPerSplit);
+  add_shape(cases, 32, 4096, 5, 16, heads, kDecodeSplitAuto);
   // Block size: the target shape with blocks of 8 and 32.
-  for (int block : {8, 32}) add_shape(cases, 32, 4096, 1, block, heads, kPagedDecodeKeysPerSplit);
+  for (int block : {8, 32}) add_shape(cases, 32, 4096, 1, block, heads, kDecodeSplitAuto);
   return cases;
 }
 
@@ -158,23 +168,23 @@ BenchCase paged_prefill_case(int version, int batch, int cached, int fresh, int 
             (cached > 0 ? " after " + std::to_string(cached) : "") + " h" +
             std::to_string(heads.n_heads) + "/" + std::to_string(heads.n_kv_heads) + "x" +
             std::to_string(heads.head_dim) + " blk" + std::to_string(block_size);
-  c.bytes = 2.0 * q_size * sizeof(float) + 2.0 * double(batch) * context * kv_dim * sizeof(T);
+  c.bytes = (2.0 * q_size + 2.0 * double(batch) * context * kv_dim) * sizeof(T);
   c.flops = 4.0 * attended * heads.n_heads * heads.head_dim;
   c.prepare = [=]() -> Launch {
     struct Buffers {
       PagedPool<T> pool;
-      DeviceBuffer<float> q;    // (batch * fresh, n_heads, head_dim)
-      DeviceBuffer<float> out;
+      DeviceBuffer<T> q;        // (batch * fresh, n_heads, head_dim)
+      DeviceBuffer<T> out;
       DeviceBuffer<int> cu;     // (batch + 1) prefix sums of the new tokens
     };
     std::vector<int> cu(static_cast<std::size_t>(batch) + 1);
     for (std::size_t i = 0; i < cu.size(); ++i) cu[i] = static_cast<int>(i) * fresh;
     const std::size_t n = static_cast<std::size_t>(q_size);
     auto b = std::make_shared<Buffers>(Buffers{PagedPool<T>(batch, context, block_size, kv_dim),
-                                               DeviceBuffer<float>(pattern<float>(n, 1)),
-                                               DeviceBuffer<float>(n), DeviceBuffer<int>(cu)});
+                                               DeviceBuffer<T>(pattern<T>(n, 1)),
+                                               DeviceBuffer<T>(n), DeviceBuffer<int>(cu)});
     return [=](cudaStream_t s) {
-      launch_paged_attention_prefill<T>(b->q.get(), b->cu.get(), batch * fresh, fresh,
+      launch_paged_attention_prefill<T, T>(b->q.get(), b->cu.get(), batch * fresh, fresh,
                                         b->pool.view(), b->pool.block_tables(), heads,
                                         b->out.get(), s, version);
     };
@@ -194,6 +204,7 @@ std::vector<BenchCase> paged_prefill_cases(const SuiteOptions& options) {
     const AttentionHeads heads{32, 8, 128};
     cases.push_back(paged_prefill_case<__half>(v, 4, 0, 512, 16, heads));     // prompts
     cases.push_back(paged_prefill_case<__half>(v, 4, 3584, 512, 16, heads));  // later chunks
+    if (v >= 2) cases.push_back(paged_prefill_case<__nv_bfloat16>(v, 4, 0, 512, 16, heads));
   }
   return cases;
 }

@@ -115,7 +115,11 @@ INSTANTIATE_TEST_SUITE_P(
                       PrecisionCase{"synthetic:tiny", DType::kBF16, DType::kF32, 8},
                       PrecisionCase{"stories260K.bin", DType::kF16, std::nullopt, 12},
                       PrecisionCase{"stories260K.bin", DType::kBF16, std::nullopt, 12},
-                      PrecisionCase{"stories260K.bin", DType::kF16, DType::kBF16, 12}),
+                      PrecisionCase{"stories260K.bin", DType::kF16, DType::kBF16, 12},
+                      // head_dim 16: its prompt runs prefill v03 on the tensor cores (P rounded
+                      // to the activation type), stories260K's head_dim 8 the CUDA-core v02
+                      PrecisionCase{"tinystories-656k", DType::kF16, std::nullopt, 12},
+                      PrecisionCase{"tinystories-656k", DType::kBF16, std::nullopt, 12}),
     case_name);
 
 // fp32 activations over fp16 weights and cache: exactly the runner's behaviour before

@@ -204,7 +204,9 @@ void check_attention(const AttentionHeads& heads) {
                       testing::oracle_shape(heads), want.data());
     DeviceBuffer<A> d_q = upload<A>(q);
     const std::size_t seq1 = std::size_t(max_seq_len) * kv_dim;
-    for (int version = 1; version <= kAttentionPrefillVersions; ++version) {
+    // The CUDA-core versions, which take any (T, A); v03 (tensor cores, T == A in 16 bits, P
+    // rounded to T) has its own tolerance: test_attention_prefill_tc.cpp.
+    for (int version = 1; version <= 2; ++version) {
       DeviceBuffer<A> d_out(want.size());
       launch_attention_prefill<T, A>(d_q.get(), d_k.get() + seq1, d_v.get() + seq1, n_q, start,
                                      max_seq_len, heads, d_out.get(), nullptr, version);

@@ -152,9 +152,14 @@ TEST(AttentionDecodeArgs, RejectsBadArguments) {
   EXPECT_THROW(decode(1, 8, ok, {}, 3), std::invalid_argument);
   // v01 holds every score in shared memory: 20000 keys do not fit in 48 KiB.
   EXPECT_THROW(decode(1, 20000, ok, {}, 1), std::invalid_argument);
-  // A workspace too small for 2 splits of 256.
+  // A workspace too small for 2 splits of a fixed 256 keys (the automatic choice would run
+  // unsplit instead: test_attention_decode_split.cpp).
   float too_small[8];
-  EXPECT_THROW(decode(1, 300, ok, {too_small, 8}, 2), std::invalid_argument);
+  alignas(16) static float cache[4];
+  EXPECT_THROW(launch_attention_decode<float>(nullptr, cache, cache, nullptr, 1, 300, ok, nullptr,
+                                              {too_small, 8}, nullptr, 2,
+                                              kAttentionDecodeKeysPerSplit),
+               std::invalid_argument);
   EXPECT_NO_THROW(decode(0, 8, ok, {}, 0));  // empty batch: nothing to do
 }
 
