@@ -32,7 +32,7 @@ if [[ ! -d "$bin" && -f gpu_carry.tar.xz ]]; then
 fi
 if [[ "${1:-}" == "--build" || ! -d "$bin" ]]; then
   step "building the cuda preset here"
-  cmake --preset cuda >/dev/null && cmake --build --preset cuda -j "$(nproc)" || exit 1
+  cmake --preset cuda -DCMAKE_CUDA_FLAGS="" >/dev/null && cmake --build --preset cuda -j "$(nproc)" || exit 1
   mkdir -p gpu_carry/bin
   find build/cuda -type f -perm -u+x \( -name 'test_*' -o -name 'bench_*' -o -name nanoserve \
        -o -name 'ch[0-9][0-9]_*' \) -exec cp {} gpu_carry/bin/ \;

@@ -13,7 +13,9 @@ nvcc=$(bash scripts/find_nvcc.sh)
 [[ -n "$nvcc" ]] || { echo "prepare_gpu_carry: no nvcc here" >&2; exit 1; }
 # The lent machine is an H200 (sm_90): device code for it alone builds 4x faster and carries
 # smaller binaries; NANOSERVE_CUDA_ARCHS overrides (e.g. "80;86;89;90", the preset's set).
-cmake --preset cuda -DCMAKE_CUDA_COMPILER="$nvcc" \
+# CMAKE_CUDA_FLAGS is reset: scripts/test.sh's compile-only check sets -Xcicc -O0 in the same
+# build folder, and the GPU must run optimized code.
+cmake --preset cuda -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_FLAGS="" \
   -DCMAKE_CUDA_ARCHITECTURES="${NANOSERVE_CUDA_ARCHS:-90}" >/dev/null
 cmake --build --preset cuda -j "$(nproc)"
 

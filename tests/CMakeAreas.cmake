@@ -16,7 +16,36 @@ if(NANOSERVE_BACKEND STREQUAL "cuda")
   endforeach()
   nanoserve_add_test_area(kernels LIBS nanoserve_kernels nanoserve_common LABELS gpu)
 else()
-  nanoserve_add_test_area(kernels LIBS nanoserve_kernels nanoserve_common)
+  file(GLOB NANOSERVE_KERNEL_TESTS CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/kernels/*.cpp")
+  set(ns_kernel_test_sources ${NANOSERVE_KERNEL_TESTS})
+  if(NANOSERVE_RACECHECK_ALL AND NOT NANOSERVE_SANITIZE)
+    # The race checker needs instrumented code only where kernels are: the test files that
+    # define or instantiate kernels themselves (`__global__`, `<<<`, shared memory, in the file
+    # or in a kernels/*.cuh or tests/kernels/*.h it includes) are compiled twice, plain and
+    # instrumented; the others only call the launchers (whose kernels are instrumented in
+    # nanoserve_kernels_racecheck) and are compiled once, into objects both binaries link.
+    set(ns_kernel_test_sources "")
+    set(ns_kernel_host_tests "")
+    foreach(test_source IN LISTS NANOSERVE_KERNEL_TESTS)
+      nanoserve_source_matches("${test_source}" "__global__|<<<|__shared__|NS_DYNAMIC_SHARED"
+                               has_device_code)
+      if(has_device_code)
+        list(APPEND ns_kernel_test_sources "${test_source}")
+      else()
+        list(APPEND ns_kernel_host_tests "${test_source}")
+      endif()
+    endforeach()
+    add_library(test_kernels_host OBJECT ${ns_kernel_host_tests})
+    target_link_libraries(test_kernels_host PRIVATE nanoserve_kernels nanoserve_common GTest::gtest)
+    target_include_directories(test_kernels_host PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
+    target_compile_definitions(test_kernels_host PRIVATE NANOSERVE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+      NANOSERVE_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data"
+      NANOSERVE_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+    nanoserve_project_flags(test_kernels_host)
+    list(APPEND ns_kernel_test_sources $<TARGET_OBJECTS:test_kernels_host>)
+  endif()
+  nanoserve_add_test_area(kernels LIBS nanoserve_kernels nanoserve_common
+                          SOURCES ${ns_kernel_test_sources})
   # The same tests once more with blocks and threads started in reverse order: a missing
   # __syncthreads that the forward schedule happens to hide shows up in one of the two runs.
   # With NANOSERVE_RACECHECK_ALL the second run is the race checker's (test_kernels_racecheck,
@@ -66,9 +95,8 @@ else()
       SOURCES "${CMAKE_CURRENT_SOURCE_DIR}/kernels/test_racecheck.cpp"
               "${CMAKE_CURRENT_SOURCE_DIR}/kernels/test_async_copy.cpp")
     if(TARGET nanoserve_kernels_racecheck)
-      file(GLOB NANOSERVE_KERNEL_TESTS CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/kernels/*.cpp")
       nanoserve_racecheck_test(test_kernels_racecheck LIBS nanoserve_kernels_racecheck
-                               ORDER reverse SOURCES ${NANOSERVE_KERNEL_TESTS})
+                               ORDER reverse SOURCES ${ns_kernel_test_sources})
     endif()
   endif()
 
