@@ -112,14 +112,20 @@ TEST(Ch01DecodeGraphs, NaiveDecoderGivesTheSameTokensReplayingOneGraph) {
     NaiveDecoder graphs(device, CacheMode::kNaiveCache, 64, std::nullopt, std::nullopt, true);
     const std::vector<int> want = generate(eager, prompt, opt).tokens;
     EXPECT_EQ(generate(graphs, prompt, opt).tokens, want) << "temperature " << temperature;
+    //! [StepCounters]
     const StepCounters c = graphs.runner().counters();
     EXPECT_EQ(c.eager_passes, 1);  // the prompt
     EXPECT_EQ(c.graph_captures, 1);
-    EXPECT_EQ(c.graph_replays, opt.max_new_tokens - 1);
+    EXPECT_EQ(c.graph_replays, 5);  // every later token
+    EXPECT_EQ(c.uploads, c.passes);  // one upload per pass
+    EXPECT_EQ(describe(c), "6 passes, 6 uploads (1 per pass); 5 replayed from 1 CUDA graph (0 "
+                           "padding rows), 1 launched kernel by kernel");
+    //! [StepCounters]
     EXPECT_EQ(c.graph_updates, 0);
     EXPECT_EQ(c.padding_rows, 0);
-    EXPECT_EQ(c.uploads, c.passes);  // one upload per pass
     EXPECT_EQ(eager.runner().counters().graph_replays, 0);
+    EXPECT_EQ(describe(eager.runner().counters()),
+              "6 passes, 6 uploads (1 per pass); all launched kernel by kernel");
   }
 }
 

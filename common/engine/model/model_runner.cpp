@@ -80,13 +80,6 @@ cudaStream_t new_stream() {
   return s;
 }
 
-// Decode passes up to this many rows replay graphs: a graph's pass computes logits for all its
-// rows, so it may not have more than max_logit_rows.
-std::vector<int> buckets_for(const RunnerOptions& o) {
-  if (!o.cuda_graphs) return {};
-  return cuda_graph_buckets(std::min(o.max_tokens_per_step, o.max_logit_rows));
-}
-
 RunnerOptions checked(const RunnerOptions& o) {
   if (o.max_tokens_per_step < 1 || o.max_logit_rows < 1) {
     throw InvalidArgument("ModelRunner: max_tokens_per_step = " +
@@ -97,13 +90,19 @@ RunnerOptions checked(const RunnerOptions& o) {
 }
 }  // namespace
 
+// A graph's pass computes logits for all its rows, so its rows may not exceed max_logit_rows.
+std::vector<int> graph_buckets(const RunnerOptions& o) {
+  if (!o.cuda_graphs) return {};
+  return cuda_graph_buckets(std::min(o.max_tokens_per_step, o.max_logit_rows));
+}
+
 ModelRunner::ModelRunner(const DeviceModel& model, RunnerOptions options, cudaStream_t stream)
     : model_(model),
       options_(checked(options)),
       own_stream_(stream == nullptr ? new_stream() : nullptr),
       stream_(stream == nullptr ? own_stream_.get() : stream),
       act_(options.activation_dtype.value_or(model.dtype())),
-      graphs_(buckets_for(options)) {
+      graphs_(engine::graph_buckets(options)) {
   const ModelConfig& c = model.config();
   const int t = options.max_tokens_per_step;
   x_ = act_rows(t, c.dim, act_);

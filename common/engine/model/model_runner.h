@@ -49,6 +49,7 @@
 #include "common/engine/model/device_kv_cache.h"
 #include "common/engine/model/device_model.h"
 #include "common/engine/model/forward_batch.h"
+#include "common/engine/model/step_counters.h"
 #include "common/engine/model/step_staging.h"
 
 namespace nanoserve::engine {
@@ -79,16 +80,11 @@ struct RunnerOptions {
   bool cuda_graphs = false;
 };
 
-/// \brief What a runner's steps did, for tests and reports.
-struct StepCounters {
-  long long passes = 0;          ///< forward passes
-  long long eager_passes = 0;    ///< passes launched kernel by kernel
-  long long graph_replays = 0;   ///< passes replayed from a captured graph
-  long long graph_captures = 0;  ///< graphs captured (the first pass of each bucket used)
-  long long graph_updates = 0;   ///< graphs captured again because an address they bake in moved
-  long long padding_rows = 0;    ///< rows added to fill graph buckets
-  long long uploads = 0;         ///< host-to-device copies of step metadata (one per pass)
-};
+/// \brief The batch sizes whose decode passes a runner with `options` replays from graphs:
+/// `cuda_graph_buckets(min(max_tokens_per_step, max_logit_rows))`; none without `cuda_graphs`.
+std::vector<int> graph_buckets(const RunnerOptions& options);
+
+
 
 /// \brief Runs forward passes of one `DeviceModel` (which must outlive it) on one stream.
 ///

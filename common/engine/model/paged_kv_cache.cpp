@@ -50,6 +50,11 @@ std::int64_t PagedKVCache::pool_bytes() const {
   return 2 * layout_.n_layers * layer_rows() * kv_dim * dtype_bytes(layout_.dtype);
 }
 
+void PagedKVCache::zero(cudaStream_t stream) {
+  CUDA_CHECK(cudaMemsetAsync(k_.get(), 0, k_.bytes(), stream));
+  CUDA_CHECK(cudaMemsetAsync(v_.get(), 0, v_.bytes(), stream));
+}
+
 void PagedKVCache::begin_forward(const ForwardBatch& batch, StepStaging& staging, int graph_rows) {
   // Check the whole plan before touching any state, so a refused batch changes nothing.
   if (batch.slot_mapping.size() != std::size_t(batch.rows())) {

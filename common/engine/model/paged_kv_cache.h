@@ -89,6 +89,10 @@ class PagedKVCache final : public DeviceKVCache {
 
   /// \brief Device bytes of the K and V pools.
   std::int64_t pool_bytes() const;
+  /// \brief Sets every key and value of the pools to zero, on `stream` (fresh device memory
+  /// holds anything; a benchmark that reserves context without computing it needs defined
+  /// values).
+  void zero(cudaStream_t stream = 0);
   /// \brief Whether the last `attend` used the decode kernel (else the varlen prefill one).
   bool last_pass_was_decode() const { return decode_q_len_ > 0; }
   /// \brief The cached keys (`values == false`) or values of `layer`, positions

@@ -32,6 +32,12 @@ RunnerOptions runner_options(const DeviceModel& model, const ModelExecutorOption
 
 }  // namespace
 
+std::vector<int> graph_buckets(const ModelExecutorOptions& o) {
+  RunnerOptions r{o.max_tokens_per_step, o.max_logit_rows};
+  r.cuda_graphs = o.cuda_graphs;
+  return graph_buckets(r);
+}
+
 ModelExecutorOptions executor_options_for(const SchedulerConfig& config) {
   ModelExecutorOptions o;
   o.max_tokens_per_step = config.max_num_batched_tokens;

@@ -94,6 +94,10 @@ struct ModelExecutorOptions {
 /// max_num_batched_tokens rows, max_num_seqs logit rows, max_model_len positions, and the
 /// scheduler's pool (num_kv_blocks of block_size).
 ModelExecutorOptions executor_options_for(const SchedulerConfig& config);
+/// \brief The batch sizes whose decode steps an executor with `options` replays from CUDA
+/// graphs (the runner's `graph_buckets`; none without `cuda_graphs`), for a cost model that
+/// should model what the executor launches.
+std::vector<int> graph_buckets(const ModelExecutorOptions& options);
 /// \brief Options for a static batch of `config`: a pass of up to `max_tokens_per_step` rows
 /// (the padded prefill is split), batch_size logit rows, max_model_len positions, its pool,
 /// wasted rows computed.
