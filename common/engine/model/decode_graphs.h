@@ -47,6 +47,9 @@ inline std::int64_t graph_key_of(const void* address) {
 int graph_bucket(const std::vector<int>& buckets, int rows);
 
 /// \brief What the graphs of a runner did so far.
+///
+/// \par Example
+/// \snippet tests/ch01/test_decode_graphs.cpp DecodeGraphs
 struct GraphCounters {
   long long captures = 0;  ///< graphs captured and instantiated (first use of a bucket)
   long long updates = 0;   ///< re-captures because the key changed (an address moved)

@@ -56,6 +56,8 @@ class DeviceKVCache {
   /// records the new lengths, and stages in `staging` whatever per-row metadata its kernels
   /// need (the runner uploads it with the rest of the step). Throws `InvalidArgument` naming
   /// the sequence and positions otherwise, before anything is staged or run.
+  /// \param batch   the pass's rows, chunks, slots and block copies
+  /// \param staging the step's staging; the cache adds its sections and keeps their offsets
   /// \param graph_rows 0: the pass is launched kernel by kernel over the batch's T rows.
   ///        > 0: a decode pass (one row per chunk, T <= graph_rows) replayed from a CUDA graph
   ///        of `graph_rows` rows: every launch shape and host argument of `append_kv` and
