@@ -107,7 +107,9 @@ class ModelRunner {
   /// \brief `forward` without the download: the logits stay in `device_logits()` for a device
   /// sampler, and nothing synchronizes (the pass is queued on `stream()`). `stage_more`, when
   /// given, adds what else the step sends (the sampler's parameters) to the same upload; it
-  /// runs before anything is uploaded or launched. Same errors.
+  /// runs after the cache accepted the batch and before anything is uploaded or launched (if
+  /// it throws, a `NaiveKVCache` keeps the batch's new lengths; a `PagedKVCache` keeps
+  /// nothing). Same errors.
   void forward_on_device(const ForwardBatch& batch, DeviceKVCache& attention,
                          const std::function<void(StepStaging&)>& stage_more = {});
 
