@@ -28,9 +28,8 @@
 ///
 /// in fp32 and without the filters.
 ///
-/// Not yet wired into the engine: `engine::DeviceSampler` (common/engine/model/device_sampler.h)
-/// owns the per-row parameter buffers and calls `launch_sample`; the step still samples on the
-/// host until the lead wires it in.
+/// The engine calls it through `engine::DeviceSampler` (common/engine/model/device_sampler.h),
+/// whose per-row parameters ride in the step's one upload.
 
 #include <cstdint>
 

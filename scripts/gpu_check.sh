@@ -103,7 +103,7 @@ fi
 budget=470
 left() { local l=$(( budget - $(elapsed) )); (( l > $1 )) && echo "$1" || echo $(( l > 0 ? l : 1 )); }
 if ((dry == 0)) && [[ -x "$bin/bench_decode" ]]; then
-  step "bench_decode: synthetic Llama-2-7B fp16, batch 1/8/32/128, vs the copy roofline"
+  step "bench_decode: synthetic Llama-2-7B fp16, batch 1/8/32/128, CUDA graphs off/on, vs the copy roofline"
   timeout "$(left 150)" "$bin/bench_decode" --model synthetic:llama2-7b --dtype fp16 \
     --batch 1,8,32,128 --json "$out/bench_decode.json" || status=1
 fi

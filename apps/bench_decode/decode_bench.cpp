@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/engine/kv/kv_cache_manager.h"
+#include "common/engine/model/device_sampler.h"
 #include "common/engine/model/model_runner.h"
 #include "common/engine/model/paged_kv_cache.h"
 #include "kernels/device_buffer.h"
@@ -33,16 +34,21 @@ double copy_bandwidth_gbs(std::size_t bytes) {
 }
 
 DecodeResult measure_decode(const engine::DeviceModel& model, int batch, int context, int steps,
-                            int warmup, int block_size, double copy_gbs) {
+                            int warmup, int block_size, double copy_gbs, bool cuda_graphs) {
   const ModelConfig& c = model.config();
   const int final_len = context + warmup + steps;
   const int blocks_per_seq = (final_len + block_size - 1) / block_size;
   engine::KVCacheManager manager(batch * blocks_per_seq, block_size, /*enable_prefix_caching=*/false);
   engine::PagedKVCache cache(c, model.dtype(), manager.pool().num_blocks(), block_size,
                             std::min(c.max_seq_len, final_len));
-  engine::ModelRunner runner(model, {batch, batch});
+  engine::RunnerOptions options{batch, batch};
+  options.cuda_graphs = cuda_graphs;  // one bucket of exactly `batch` rows: no padding
+  engine::ModelRunner runner(model, options);
+  cache.zero(runner.stream());  // the reserved context's K/V: zeros, not whatever memory held
+  engine::DeviceSampler sampler(batch, c.vocab_size, runner.stream());
+  const std::vector<SamplingParams> greedy(static_cast<std::size_t>(batch), SamplingParams{0.0f});
 
-  // Each sequence starts with `context` positions reserved (their K/V are the pool's zeros).
+  // Each sequence starts with `context` positions reserved (their K/V are zeros).
   std::vector<engine::Sequence> seqs(static_cast<std::size_t>(batch));
   for (int b = 0; b < batch; ++b) {
     engine::Sequence& s = seqs[static_cast<std::size_t>(b)];
@@ -53,14 +59,21 @@ DecodeResult measure_decode(const engine::DeviceModel& model, int batch, int con
   }
   auto step = [&] {
     engine::ForwardBatch fb;
+    std::vector<std::uint64_t> positions;
     for (engine::Sequence& s : seqs) {
       const int pos = s.num_tokens();
       s.token_ids.push_back((pos * 17 + int(s.seq_id)) % c.vocab_size);
       manager.append_slot(s);  // no copies: nothing is shared
       fb.add_chunk(s.seq_id, &s.token_ids.back(), 1, pos, &manager.block_table(s.seq_id));
       fb.logit_rows.push_back(static_cast<int>(fb.chunks.size()) - 1);
+      positions.push_back(static_cast<std::uint64_t>(pos + 1));
     }
-    runner.forward(fb, cache);  // returns the logits to the host, which synchronizes
+    // The engine's step: sampling parameters in the same upload, greedy tokens back (the
+    // step's one synchronization). The inputs stay synthetic, so every step costs the same.
+    runner.forward_on_device(fb, cache, [&](engine::StepStaging& staging) {
+      sampler.stage(staging, greedy, positions);
+    });
+    (void)sampler.sample_staged(runner.device_logits());
   };
   for (int i = 0; i < warmup; ++i) step();
   const auto t0 = std::chrono::steady_clock::now();
@@ -70,6 +83,7 @@ DecodeResult measure_decode(const engine::DeviceModel& model, int batch, int con
 
   DecodeResult r;
   r.batch = batch;
+  r.cuda_graphs = cuda_graphs;
   r.context = context;
   r.steps = steps;
   r.seconds = seconds;

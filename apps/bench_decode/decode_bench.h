@@ -1,8 +1,10 @@
 #pragma once
 /// \file
 /// \brief The measurement behind `bench_decode`: decode steps of B sequences through
-/// `ModelRunner` + `PagedKVCache`, timed on the wall clock, and the device-to-device copy
-/// bandwidth that turns the model's weight bytes into a roofline.
+/// `ModelRunner` + `PagedKVCache` + `DeviceSampler` — the engine's step: one upload, the pass
+/// (replayed from a CUDA graph, or launched kernel by kernel), greedy tokens back — timed on the
+/// wall clock, and the device-to-device copy bandwidth that turns the model's weight bytes into
+/// a roofline.
 ///
 /// Decode at small batch is weight streaming: every step reads all weights once, so
 ///
@@ -19,6 +21,7 @@ namespace nanoserve::bench {
 /// \brief One batch size's measurement.
 struct DecodeResult {
   int batch = 0;                 ///< sequences decoded together
+  bool cuda_graphs = false;      ///< the passes were replayed from a CUDA graph
   int context = 0;               ///< positions each sequence holds when timing starts
   int steps = 0;                 ///< timed decode steps
   double seconds = 0;            ///< wall time of the timed steps
@@ -32,10 +35,11 @@ struct DecodeResult {
 /// as bench_kernels and NVIDIA's bandwidthTest count it), best of several `bytes` copies.
 double copy_bandwidth_gbs(std::size_t bytes);
 
-/// \brief Times `steps` decode steps (after `warmup` untimed ones) of `batch` sequences that
-/// each already hold `context` positions (their K/V are zeros: values do not change the
-/// time), with KV blocks of `block_size` tokens in the model's storage type.
+/// \brief Times `steps` decode steps (after `warmup` untimed ones, which capture the graph) of
+/// `batch` sequences that each already hold `context` positions (their K/V are zeros: values
+/// do not change the time), with KV blocks of `block_size` tokens in the model's storage type;
+/// with `cuda_graphs` every step replays one graph of `batch` rows.
 DecodeResult measure_decode(const engine::DeviceModel& model, int batch, int context, int steps,
-                            int warmup, int block_size, double copy_gbs);
+                            int warmup, int block_size, double copy_gbs, bool cuda_graphs);
 
 }  // namespace nanoserve::bench

@@ -1,6 +1,7 @@
 // bench_decode: end-to-end decode throughput of a whole model through the kernels (ModelRunner
-// + paged KV), at several batch sizes, beside the weight-streaming roofline measured in the
-// same run (issue 9: "batch 1 >= 75% of the roofline; report batch 1, 8, 32, 128").
+// + paged KV + device sampling), at several batch sizes, each with the step replayed from a
+// CUDA graph and launched kernel by kernel, beside the weight-streaming roofline measured in
+// the same run (issue 9: "batch 1 >= 75% of the roofline; report batch 1, 8, 32, 128").
 //
 //   bench_decode --model synthetic:llama2-7b --dtype fp16 --batch 1,8,32,128 --json out.json
 //   bench_decode --quick          (synthetic:tiny, small sizes: the simulator smoke run)
@@ -94,8 +95,8 @@ int run(Args args) {
   const double gbs = copy_bandwidth_gbs(copy_bytes);
   std::printf("model %s (%s), weights %.1f MiB; copy bandwidth %.1f GB/s\n\n", c.name.c_str(),
               dtype_name(dtype), double(model->weight_bytes()) / (1 << 20), gbs);
-  std::printf("%6s %8s %6s %12s %12s %14s %10s\n", "batch", "context", "steps", "ms/step",
-              "tokens/s", "roofline tok/s", "%roofline");
+  std::printf("%6s %8s %6s %7s %12s %12s %14s %10s %9s\n", "batch", "context", "steps",
+              "graphs", "ms/step", "tokens/s", "roofline tok/s", "%roofline", "vs eager");
 
   nlohmann::json report = make_report("bench_decode", NANOSERVE_REAL_CUDA ? "cuda" : "sim", device);
   report["model"] = c.name;
@@ -103,20 +104,29 @@ int run(Args args) {
   report["weight_bytes"] = model->weight_bytes();
   report["copy_gbs"] = gbs;
   for (int batch : args.batches) {
-    const DecodeResult r =
-        measure_decode(*model, batch, args.context, args.steps, args.warmup, args.block_size, gbs);
-    const double pct = r.roofline_tokens_per_s > 0 ? 100.0 * r.tokens_per_s / r.roofline_tokens_per_s : 0;
-    std::printf("%6d %8d %6d %12.3f %12.1f %14.1f %9.1f%%\n", r.batch, r.context, r.steps,
-                r.ms_per_step, r.tokens_per_s, r.roofline_tokens_per_s, pct);
-    report["records"].push_back({{"batch", r.batch},
-                                 {"context", r.context},
-                                 {"steps", r.steps},
-                                 {"seconds", r.seconds},
-                                 {"ms_per_step", r.ms_per_step},
-                                 {"tokens_per_s", r.tokens_per_s},
-                                 {"bytes_per_step", r.bytes_per_step},
-                                 {"roofline_tokens_per_s", r.roofline_tokens_per_s},
-                                 {"percent_of_roofline", pct}});
+    double eager_tokens_per_s = 0;
+    for (bool graphs : {false, true}) {  // the same steps launched kernel by kernel, then replayed
+      const DecodeResult r = measure_decode(*model, batch, args.context, args.steps, args.warmup,
+                                            args.block_size, gbs, graphs);
+      const double pct =
+          r.roofline_tokens_per_s > 0 ? 100.0 * r.tokens_per_s / r.roofline_tokens_per_s : 0;
+      if (!graphs) eager_tokens_per_s = r.tokens_per_s;
+      const double vs_eager = eager_tokens_per_s > 0 ? r.tokens_per_s / eager_tokens_per_s : 0;
+      std::printf("%6d %8d %6d %7s %12.3f %12.1f %14.1f %9.1f%% %8.2fx\n", r.batch, r.context,
+                  r.steps, graphs ? "on" : "off", r.ms_per_step, r.tokens_per_s,
+                  r.roofline_tokens_per_s, pct, vs_eager);
+      report["records"].push_back({{"batch", r.batch},
+                                   {"cuda_graphs", r.cuda_graphs},
+                                   {"context", r.context},
+                                   {"steps", r.steps},
+                                   {"seconds", r.seconds},
+                                   {"ms_per_step", r.ms_per_step},
+                                   {"tokens_per_s", r.tokens_per_s},
+                                   {"tokens_per_s_vs_eager", vs_eager},
+                                   {"bytes_per_step", r.bytes_per_step},
+                                   {"roofline_tokens_per_s", r.roofline_tokens_per_s},
+                                   {"percent_of_roofline", pct}});
+    }
   }
   if (!args.json.empty()) write_json(args.json, report);
   return 0;

@@ -30,6 +30,7 @@ struct GenerateArgs {
   std::string device = "cpu";
   std::string dtype = "fp32";
   std::string kv_dtype;  // empty: --dtype
+  bool no_cuda_graphs = false;  // --device gpu: decode steps launched kernel by kernel
   std::string json;
 };
 
@@ -52,11 +53,16 @@ int run_generate(const GenerateArgs& a) {
   // says so).
   std::unique_ptr<engine::DeviceModel> device_model;
   std::unique_ptr<Decoder> backend;
+  const engine::NaiveDecoder* kernels = nullptr;  // --device gpu: its step counters
   if (a.device == "gpu") {
     const DType dtype = parse_dtype(a.dtype);
     device_model = src.to_device(dtype);
-    backend = std::make_unique<engine::NaiveDecoder>(*device_model, engine::CacheMode::kNaiveCache,
-                                                      positions, dtype, kv_dtype_or(a.kv_dtype, dtype));
+    // Each decode step (one token) replays one captured CUDA graph unless --no-cuda-graphs.
+    auto decoder = std::make_unique<engine::NaiveDecoder>(
+        *device_model, engine::CacheMode::kNaiveCache, positions, dtype,
+        kv_dtype_or(a.kv_dtype, dtype), !a.no_cuda_graphs);
+    kernels = decoder.get();
+    backend = std::move(decoder);
   } else {
     check_cpu_dtypes(a.dtype, a.kv_dtype);
     backend = std::make_unique<oracle::OracleDecoder>(src.model, positions);
@@ -89,6 +95,9 @@ int run_generate(const GenerateArgs& a) {
                src.description.c_str(), src.tokenizer_path.c_str(), backend->device_name().c_str(),
                r.prompt_tokens, r.generated(), to_string(r.stop), r.prefill_seconds * 1e3,
                tok_per_s);
+  if (kernels != nullptr) {
+    std::fprintf(stderr, "steps %s\n", engine::describe(kernels->runner().counters()).c_str());
+  }
   if (!a.json.empty()) {
     nlohmann::json rep = make_report("nanoserve generate",
                                      a.device == "gpu" ? engine::kernel_backend() : "cpu-oracle",
@@ -100,6 +109,7 @@ int run_generate(const GenerateArgs& a) {
                               {"prefill_ms", r.prefill_seconds * 1e3},
                               {"decode_tokens_per_s", tok_per_s},
                               {"tokens", r.tokens}});
+    if (kernels != nullptr) rep["records"][0]["steps"] = engine::to_json(kernels->runner().counters());
     write_json(a.json, rep);
   }
   return 0;
@@ -137,6 +147,9 @@ Action add_generate(CLI::App& parent) {
   c->add_option("--kv-dtype", args->kv_dtype,
                  "storage type of the KV cache (--device gpu; default: --dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  c->add_flag("--no-cuda-graphs", args->no_cuda_graphs,
+              "--device gpu: launch every decode step kernel by kernel instead of replaying a "
+              "captured CUDA graph (to compare)");
   c->add_option("--json", args->json, "also write the result as JSON to this path");
   return [args] { return run_generate(*args); };
 }

@@ -51,6 +51,7 @@ struct Args {
   bool skip_wasted_rows = false;
   std::string clock = "wall";
   std::string cost_device;  // --cost-device: also the roofline model's time of every pass
+  bool no_cuda_graphs = false;  // --no-cuda-graphs: every pass launched kernel by kernel
   bool tour = false;
   std::string json;
 };
@@ -117,9 +118,13 @@ int run(const Args& a) {
   const roofline::Device* cost_device = cli::cost_device(a.cost_device);
   roofline::Precision precision = roofline::Precision::dense(dtype_bytes(dtype));
   precision.kv_bytes = dtype_bytes(kv_dtype);
-  harness::PassTimer timer{c, precision, cost_device, {}};
-  if (cost_device != nullptr) report["cost_model"] = cli::cost_model_json(*cost_device, timer.precision);
+  harness::PassTimer timer{c, precision, cost_device, {}, {}};
+  if (cost_device != nullptr) {
+    report["cost_model"] = cli::cost_model_json(*cost_device, timer.precision);
+    report["cost_model"]["cuda_graph"] = !a.no_cuda_graphs;  // decode passes as graph launches
+  }
   std::vector<std::string> modeled_lines;  // printed under the metrics table
+  std::vector<std::string> step_lines;     // the step on the device, per batch size
   std::vector<std::pair<std::string, harness::ServingMetrics>> rows;
   std::printf("  %5s %9s %9s %9s %9s %8s %8s %8s\n", "batch", "out tok/s", "useful", "padding",
               "idle", "waste", "e2e p50", "e2e p99");
@@ -135,7 +140,9 @@ int run(const Args& a) {
     engine::ModelExecutorOptions eo = engine::executor_options_for(sc, a.max_tokens_per_step);
     eo.compute_wasted_rows = !a.skip_wasted_rows;
     eo.kv_dtype = kv_dtype;
+    eo.cuda_graphs = !a.no_cuda_graphs;
     engine::ModelExecutor executor(dm, eo);
+    timer.graph_buckets = engine::graph_buckets(eo);  // modeled as the executor launches
     harness::ModeledExecutor modeled(executor, timer);
     harness::TimedExecutor timed(clock, cost_device != nullptr ? static_cast<engine::Executor&>(modeled)
                                                                : executor);
@@ -163,12 +170,19 @@ int run(const Args& a) {
     rec["batch_size"] = batch_size;
     rec["rate"] = a.workload.trace.empty() ? a.workload.rate : -1.0;
     rec["wasted_rows_computed"] = !a.skip_wasted_rows;
+    rec["steps"] = engine::to_json(executor.counters());
+    step_lines.push_back("  b=" + std::to_string(batch_size) + ": " +
+                         engine::describe(executor.counters()) + "\n");
     records.push_back(rec);
   }
   std::printf("\n== serving metrics (%s, %s clock; CPU-simulator timings show the trend, not GPU "
               "speed) ==\n", device.c_str(), a.clock.c_str());
   harness::print_metrics_table(rows);
   harness::print_rejections(rejections);
+  // A pass with padding or idle rows launches kernel by kernel; a full batch decoding replays
+  // its bucket's graph (chapter 4's README, "The step on the device").
+  std::printf("\n== the step on the device ==\n");
+  for (const std::string& line : step_lines) std::printf("%s", line.c_str());
   if (cost_device != nullptr) {
     const std::string prec = kv_dtype == dtype
                                  ? std::string(dtype_name(dtype)) + " weights and KV"
@@ -219,6 +233,8 @@ int main(int argc, char** argv) {
   app.add_option("--clock", a.clock, "wall or cpu (per-pass CPU time, idle gaps skipped)")->capture_default_str()
       ->check(CLI::IsMember({"wall", "cpu"}));
   cli::add_cost_device_flag(app, a.cost_device);
+  app.add_flag("--no-cuda-graphs", a.no_cuda_graphs,
+               "launch decode passes kernel by kernel instead of replaying CUDA graphs (to compare)");
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: 8 requests, batch sizes 1 and 4");
   return cli::run_program("ch03_static_batching", app, argc, argv, [&] {

@@ -49,6 +49,7 @@ struct Args {
   std::string clock = "wall";
   std::string executor = "model";
   std::string cost_device;  // --cost-device: the roofline model of every pass on that GPU
+  bool no_cuda_graphs = false;  // --no-cuda-graphs: every step launched kernel by kernel
   bool tour = false;
   std::string json;
   std::vector<std::string> rates = {"1", "2", "4", "8", "inf"};  // sweep-rate
@@ -116,10 +117,11 @@ int run(const Args& a, const std::string& sweep) {
   s.clock = harness::parse_clock_kind(a.clock);
   s.vocab_size = c.vocab_size;
   s.kv_dtype = kv_dtype;
+  s.cuda_graphs = !a.no_cuda_graphs;
   // The precision the model runs in here (the cost model times that precision too).
   roofline::Precision precision = roofline::Precision::dense(dtype_bytes(dtype));
   precision.kv_bytes = dtype_bytes(kv_dtype);
-  s.cost = harness::PassTimer{c, precision, cli::cost_device(a.cost_device), {}};
+  s.cost = harness::PassTimer{c, precision, cli::cost_device(a.cost_device), {}, {}};
   s.scheduler = a.scheduler;
   s.scheduler.max_model_len = std::min(a.scheduler.max_model_len, c.max_seq_len);
   s.scheduler.enable_chunked_prefill = !a.no_chunked_prefill;
@@ -175,7 +177,10 @@ int run(const Args& a, const std::string& sweep) {
   report["clock"] = a.clock;
   report["executor"] = a.executor;
   report["model"] = model_name;
-  if (s.cost.device != nullptr) report["cost_model"] = cli::cost_model_json(*s.cost.device, s.cost.precision);
+  if (s.cost.device != nullptr) {
+    report["cost_model"] = cli::cost_model_json(*s.cost.device, s.cost.precision);
+    report["cost_model"]["cuda_graph"] = s.cuda_graphs;  // decode steps as graph launches
+  }
   nlohmann::json& records = report["records"];
   const std::vector<engine::Request> requests = harness::build_workload(a.workload, *b.tokenizer, c.vocab_size);
   if (s.executor == ExecutorKind::kModel) harness::check_wall_clock_wait(requests, s.clock);
@@ -209,10 +214,12 @@ int run(const Args& a, const std::string& sweep) {
     std::vector<std::pair<std::string, harness::ServingMetrics>> rows;
     std::vector<std::string> rejections;  // printed under the table
     double modeled_continuous = 0, modeled_static = 0;  // kModel with --cost-device
-    const engine::ServingRun run = run_continuous_on(s, requests, &modeled_continuous);
+    engine::StepCounters steps;                         // kModel
+    const engine::ServingRun run = run_continuous_on(s, requests, &modeled_continuous, &steps);
     rows.emplace_back("continuous", harness::compute_metrics(run));
     nlohmann::json rec = harness::metrics_record("continuous", rows.back().second);
     if (modeled_continuous > 0) rec["modeled_s"] = modeled_continuous;
+    if (s.executor == ExecutorKind::kModel) rec["steps"] = engine::to_json(steps);
     rec["table"] = "serving";
     rejections.push_back(harness::rejection_line("continuous", run, &rec));
     if (keep) {
@@ -255,6 +262,9 @@ int run(const Args& a, const std::string& sweep) {
                 "tokens skipped\n", m.num_steps, m.mean_batch_tokens, m.kv_blocks_peak,
                 m.kv_blocks, 100 * m.kv_usage_mean, m.num_preemptions, m.prefix_hits,
                 m.prefix_queries, m.prefill_tokens_skipped);
+    if (s.executor == ExecutorKind::kModel) {
+      std::printf("  continuous, the step on the device: %s\n", engine::describe(steps).c_str());
+    }
     print_kv_timeline(run, a.tour ? 8 : 16);
   }
   if (!a.json.empty()) write_json(a.json, report);
@@ -299,6 +309,8 @@ int main(int argc, char** argv) {
   app.add_option("--executor", a.executor, "model, or cost-model (virtual time, a GPU-like cost shape)")
       ->capture_default_str()->check(CLI::IsMember({"model", "cost-model"}));
   cli::add_cost_device_flag(app, a.cost_device);
+  app.add_flag("--no-cuda-graphs", a.no_cuda_graphs,
+               "launch decode steps kernel by kernel instead of replaying CUDA graphs (to compare)");
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: 8 requests, static batching alongside");
   CLI::App* rate = app.add_subcommand("sweep-rate", "static vs continuous throughput and latency per request rate");

@@ -23,7 +23,7 @@ const harness::FakeCostModel kCostModel{};
 // One run of a batching policy: static (`batcher`) or continuous (`scheduler`) on the executor
 // and clock of `s`.
 engine::ServingRun run_on(const RunSetup& s, const std::vector<engine::Request>& requests,
-                          bool continuous, double* modeled_s) {
+                          bool continuous, double* modeled_s, engine::StepCounters* steps) {
   // No batch holds more requests than the workload has: buffers follow the work.
   engine::StaticBatchConfig batcher = s.batcher;
   batcher.batch_size = std::max(1, std::min<int>(batcher.batch_size, int(requests.size())));
@@ -31,24 +31,30 @@ engine::ServingRun run_on(const RunSetup& s, const std::vector<engine::Request>&
     return continuous ? engine::run_continuous(requests, s.scheduler, executor, clock)
                       : engine::run_static(requests, batcher, executor, clock);
   };
-  if (s.executor == ExecutorKind::kCostModel) {
-    engine::SimulatedClock clock;
-    harness::FakeCostModel cost = kCostModel;
-    if (s.cost.device != nullptr) cost.pass_s = s.cost;  // the roofline of a named GPU
-    harness::FakeExecutor fake(s.scheduler.num_kv_blocks, s.scheduler.block_size, s.vocab_size,
-                               &clock, cost);
-    return run(fake, clock);
-  }
   engine::ModelExecutorOptions options =
       continuous ? engine::executor_options_for(s.scheduler)
                  : engine::executor_options_for(batcher, s.scheduler.max_num_batched_tokens);
   options.kv_dtype = s.kv_dtype;
+  options.cuda_graphs = s.cuda_graphs;
+  // The roofline models the passes as this executor launches them: decode steps that fit a
+  // bucket as one (padded) graph launch.
+  harness::PassTimer timer = s.cost;
+  timer.graph_buckets = engine::graph_buckets(options);
+  if (s.executor == ExecutorKind::kCostModel) {
+    engine::SimulatedClock clock;
+    harness::FakeCostModel cost = kCostModel;
+    if (s.cost.device != nullptr) cost.pass_s = timer;  // the roofline of a named GPU
+    harness::FakeExecutor fake(s.scheduler.num_kv_blocks, s.scheduler.block_size, s.vocab_size,
+                               &clock, cost);
+    return run(fake, clock);
+  }
   engine::ModelExecutor executor(*s.model, options);
-  harness::ModeledExecutor modeled(executor, s.cost);
+  harness::ModeledExecutor modeled(executor, timer);
   const bool model_it = s.cost.device != nullptr;
   harness::TimedExecutor timed(s.clock, model_it ? static_cast<engine::Executor&>(modeled) : executor);
   engine::ServingRun result = run(timed.executor(), timed.clock());
   if (model_it && modeled_s != nullptr) *modeled_s = modeled.modeled_s();
+  if (steps != nullptr) *steps = executor.counters();
   return result;
 }
 
@@ -69,13 +75,13 @@ nlohmann::json record(const std::string& table, const std::string& config,
 }  // namespace
 
 engine::ServingRun run_continuous_on(const RunSetup& s, const std::vector<engine::Request>& requests,
-                                     double* modeled_s) {
-  return run_on(s, requests, /*continuous=*/true, modeled_s);
+                                     double* modeled_s, engine::StepCounters* steps) {
+  return run_on(s, requests, /*continuous=*/true, modeled_s, steps);
 }
 
 engine::ServingRun run_static_on(const RunSetup& s, const std::vector<engine::Request>& requests,
-                                 double* modeled_s) {
-  return run_on(s, requests, /*continuous=*/false, modeled_s);
+                                 double* modeled_s, engine::StepCounters* steps) {
+  return run_on(s, requests, /*continuous=*/false, modeled_s, steps);
 }
 
 std::string describe(const RunSetup& s) {
@@ -92,7 +98,8 @@ std::string describe(const RunSetup& s) {
     return buf;
   }
   return std::string("model through the kernels, ") +
-         (s.clock == harness::ClockKind::kCpu ? "cpu clock" : "wall clock");
+         (s.clock == harness::ClockKind::kCpu ? "cpu clock" : "wall clock") +
+         (s.cuda_graphs ? ", decode steps as CUDA graphs" : ", no CUDA graphs");
 }
 
 void sweep_rate(const RunSetup& s, harness::WorkloadOptions workload, const Tokenizer& tok,

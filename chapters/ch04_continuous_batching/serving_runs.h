@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/engine/model/device_model.h"
+#include "common/engine/model/step_counters.h"
 #include "common/engine/serve/scheduler.h"
 #include "common/harness/clocks.h"
 #include "common/harness/modeled_executor.h"
@@ -37,19 +38,24 @@ struct RunSetup {
   engine::StaticBatchConfig batcher;   ///< static batching (same pool and context)
   int vocab_size = 0;          ///< for the cost model's fake tokens
   std::optional<DType> kv_dtype;  ///< kModel's KV cache storage type; unset = the model's
+  /// \brief Decode steps replay CUDA graphs (kModel's `ModelExecutorOptions::cuda_graphs`; the
+  /// cost model then models them as graph launches too). `--no-cuda-graphs` turns it off.
+  bool cuda_graphs = true;
   /// \brief `--cost-device`: the roofline model of every pass (device null: none). With
   /// kCostModel it is the virtual clock; with kModel its total is reported beside the clock's.
   harness::PassTimer cost;
 };
 
 /// \brief `requests` under continuous batching; with a cost device and kModel, `modeled_s`
-/// (when not null) receives the Σ of the passes' roofline times.
+/// (when not null) receives the Σ of the passes' roofline times, and with kModel `steps` (when
+/// not null) the executor's step counters (graph replays, uploads, …).
 engine::ServingRun run_continuous_on(const RunSetup& setup, const std::vector<engine::Request>& requests,
-                                     double* modeled_s = nullptr);
+                                     double* modeled_s = nullptr,
+                                     engine::StepCounters* steps = nullptr);
 /// \brief `requests` under static batching (wasted rows computed on the model); `modeled_s`
-/// as for `run_continuous_on`.
+/// and `steps` as for `run_continuous_on`.
 engine::ServingRun run_static_on(const RunSetup& setup, const std::vector<engine::Request>& requests,
-                                 double* modeled_s = nullptr);
+                                 double* modeled_s = nullptr, engine::StepCounters* steps = nullptr);
 
 /// \brief "model …", "cost model (FakeExecutor: 10 ms per pass + 0.2 ms per row …)" or, with a
 /// cost device, "cost model (roofline, H200 …)".

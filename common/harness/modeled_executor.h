@@ -6,6 +6,7 @@
 /// the time they measured or simulated).
 
 #include <memory>
+#include <vector>
 
 #include "common/engine/serve/executor.h"
 #include "common/model_config.h"
@@ -24,7 +25,12 @@ struct PassTimer {
   roofline::Precision precision;      ///< weights, activations, KV
   const roofline::Device* device = nullptr;  ///< the GPU (must be set)
   roofline::Assumptions assumptions;  ///< fractions of peak, launch overhead
-  /// \brief `roofline::pass_cost(...)` of `pass_shape(output)`, in seconds.
+  /// \brief The executor's CUDA graph buckets (`engine::graph_buckets`; empty: every pass is
+  /// launched kernel by kernel). A decode pass that fits one is modeled as the engine runs it:
+  /// one graph launch (`Assumptions::cuda_graph`) over its rows padded to the bucket.
+  std::vector<int> graph_buckets;
+  /// \brief `roofline::pass_cost(...)` of `pass_shape(output)` (padded, as a graph, when it
+  /// replays one), in seconds.
   double operator()(const engine::SchedulerOutput& output) const;
 };
 

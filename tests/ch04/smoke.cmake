@@ -13,15 +13,19 @@ set(CH04_FIELDS ${NS_REPORT_FIELDS} model clock executor)
 set(CH04_SERVING_RECORDS "serving:${NS_SERVING_METRIC_FIELDS}" "kv_timeline:config,points"
                          "latency_cdf:config,ttft_s,e2e_s")
 # Continuous batching with a small pool and static batching alongside, JSON read back.
-# With --cost-device the same passes are also modeled on that GPU (docs/roofline.md).
+# With --cost-device the same passes are also modeled on that GPU (docs/roofline.md); decode
+# steps replay CUDA graphs (and are modeled as graph launches).
 nanoserve_smoke_test(ch04.continuous_tiny LABELS ${CH04_LABELS} EXPECT "static b=2"
   "modeled \\(roofline, H100 SXM\\), fp32: the same passes take continuous [0-9.]+ ms busy"
-  JSON FIELDS ${CH04_FIELDS} cost_model RECORDS ${CH04_SERVING_RECORDS} "serving:modeled_s"
+  "the step on the device: [0-9]+ passes, [0-9]+ uploads \\(1 per pass\\); [0-9]+ replayed from"
+  JSON FIELDS ${CH04_FIELDS} cost_model RECORDS ${CH04_SERVING_RECORDS} "serving:modeled_s,steps"
   COMMAND ${CH04} ${CH04_TINY} --num-blocks 8 --block-size 4 --max-num-batched-tokens 8
           --compare-static 2 --cost-device h100)
+# ... and with --no-cuda-graphs every step is launched kernel by kernel.
 nanoserve_smoke_test(ch04.no_chunked_prefill LABELS ${CH04_LABELS} EXPECT "chunked prefill off"
+  "no CUDA graphs" "the step on the device: .*all launched kernel by kernel"
   JSON FIELDS ${CH04_FIELDS} RECORDS ${CH04_SERVING_RECORDS}
-  COMMAND ${CH04} ${CH04_TINY} --no-chunked-prefill --max-model-len 32)
+  COMMAND ${CH04} ${CH04_TINY} --no-chunked-prefill --max-model-len 32 --no-cuda-graphs)
 nanoserve_smoke_test(ch04.sweep_pool LABELS ${CH04_LABELS} EXPECT "preemption as the KV pool shrinks"
   JSON FIELDS ${CH04_FIELDS} RECORDS "pool:num_blocks,${NS_SERVING_METRIC_FIELDS}"
   COMMAND ${CH04} sweep-pool ${CH04_TINY} --block-size 4 --pool-blocks 16,7)

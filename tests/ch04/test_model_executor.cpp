@@ -1,7 +1,8 @@
 // The real model under continuous batching (ModelExecutor over ModelRunner + PagedKVCache):
 // every request's tokens equal its solo run through chapter 1's NaiveDecoder — greedy and
 // seeded sampling, with chunked prefill, prefix-cache hits and preemptions forced by a tiny
-// KV pool — and requests that can never fit are rejected with a reason while the rest run.
+// KV pool, decode steps replayed from CUDA graphs (padded to their bucket) or launched eagerly —
+// and requests that can never fit are rejected with a reason while the rest run.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -48,17 +49,32 @@ class Ch04ModelExecutor : public ::testing::Test {
   long long check_continuous(const std::vector<engine::Request>& requests,
                              const std::vector<std::vector<int>>& solo,
                              const engine::SchedulerConfig& config, const std::string& what,
-                             bool device_sampling = true) {
+                             bool device_sampling = true, bool cuda_graphs = true) {
     engine::ModelExecutorOptions options = engine::executor_options_for(config);
     options.device_sampling = device_sampling;
+    options.cuda_graphs = cuda_graphs;
     engine::ModelExecutor executor(*device_, options);
     engine::SimulatedClock clock;
     const engine::ServingRun run = engine::run_continuous(requests, config, executor, clock);
     expect_solo_tokens(run, solo, what);
     EXPECT_EQ(executor.num_passes(), static_cast<long long>(run.steps.size()))
         << what << ": a step sized to the scheduler's budget is exactly one forward pass";
+    // Every pass is one upload, and either a replay or eager launches; graphs are reused.
+    const StepCounters c = executor.counters();
+    EXPECT_EQ(c.passes, executor.num_passes()) << what;
+    EXPECT_EQ(c.uploads, c.passes) << what;
+    EXPECT_EQ(c.eager_passes + c.graph_replays, c.passes) << what;
+    if (cuda_graphs) {
+      EXPECT_GT(c.graph_replays, 0) << what << ": decode steps replay graphs";
+      const auto buckets = static_cast<long long>(cuda_graph_buckets(config.max_num_seqs).size());
+      EXPECT_LE(c.graph_captures, buckets) << what << ": one capture per bucket";
+    } else {
+      EXPECT_EQ(c.graph_replays + c.graph_captures, 0) << what;
+    }
+    last_counters_ = c;
     return run.num_preemptions;
   }
+  StepCounters last_counters_;
   Model model_;
   std::unique_ptr<DeviceModel> device_;
 };
@@ -80,17 +96,19 @@ TEST_F(Ch04ModelExecutor, EveryRequestGetsItsSoloTokensWithChunkingAndPreemption
             0);
 }
 
-// The solo runs sample on the host; the executor samples on the device by default (only token
-// ids leave it) and, with device_sampling off, downloads the logits: both give the solo tokens.
-TEST_F(Ch04ModelExecutor, DeviceAndHostSamplingGiveTheSoloTokens) {
+// The solo runs sample on the host and launch eagerly; the executor samples on the device by
+// default (only token ids leave it) and replays decode steps from CUDA graphs (batches of 3
+// padded to 4). With device_sampling and cuda_graphs off it downloads the logits and launches
+// every kernel: both give the solo tokens, so graphs change no token.
+TEST_F(Ch04ModelExecutor, DeviceSamplingWithGraphsAndHostSamplingEagerGiveTheSoloTokens) {
   NANOSERVE_REQUIRE_DEVICE();
   load("synthetic:tiny");
   const std::vector<engine::Request> requests = model_workload(4, 9, model_.config.vocab_size, 20, 6);
   const std::vector<std::vector<int>> solo = solo_tokens(*device_, requests, kMaxModelLen);
-  for (bool on_device : {true, false}) {
-    check_continuous(requests, solo, tiny_pool_config(true, 256),
-                     on_device ? "device sampling" : "host sampling", on_device);
-  }
+  check_continuous(requests, solo, tiny_pool_config(true, 256), "device sampling, graphs");
+  EXPECT_GT(last_counters_.padding_rows, 0) << "some decode batch was padded to its bucket";
+  check_continuous(requests, solo, tiny_pool_config(true, 256), "host sampling, eager", false,
+                   false);
 }
 
 TEST_F(Ch04ModelExecutor, StoriesRequestsGetTheirSoloTokensUnderContinuousBatching) {

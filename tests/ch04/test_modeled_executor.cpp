@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "common/engine/model/decode_graphs.h"
 #include "common/engine/serve/scheduler.h"
 #include "common/harness/fake_executor.h"
 #include "common/harness/modeled_executor.h"
@@ -43,7 +44,7 @@ TEST(Ch04ModeledExecutor, PassShapeHasOneChunkPerSequenceAndOneRowPerWastedRow) 
 
 TEST(Ch04ModeledExecutor, CostModelClockAdvancesByTheRooflineTimeOfEachPass) {
   const harness::PassTimer timer{synthetic_config("llama2-7b"), roofline::Precision::dense(2),
-                                 &roofline::find_device("h200"), {}};
+                                 &roofline::find_device("h200"), {}, {}};
   engine::SimulatedClock clock;
   harness::FakeCostModel cost;
   cost.pass_s = timer;
@@ -59,7 +60,7 @@ TEST(Ch04ModeledExecutor, CostModelClockAdvancesByTheRooflineTimeOfEachPass) {
 
 TEST(Ch04ModeledExecutor, AddsUpTheModeledTimeOfEveryPassItForwards) {
   const harness::PassTimer timer{synthetic_config("llama2-7b"), roofline::Precision::dense(4),
-                                 &roofline::find_device("l4"), {}};
+                                 &roofline::find_device("l4"), {}, {}};
   harness::FakeExecutor fake(16, 4, kVocab);
   harness::ModeledExecutor modeled(fake, timer);
   engine::Scheduler s(testing::tiny_config(16, 4, 32));
@@ -71,6 +72,34 @@ TEST(Ch04ModeledExecutor, AddsUpTheModeledTimeOfEveryPassItForwards) {
   EXPECT_EQ(modeled.passes(), 2);
   EXPECT_DOUBLE_EQ(modeled.modeled_s(), timer(first) + timer(second));
   EXPECT_GT(timer(first), timer(second));  // 13 prompt rows cost more than 2 decode rows
+}
+
+// With the executor's CUDA graphs on, a decode step is modeled as the engine runs it: its rows
+// padded to the bucket (3 → 4) and one graph launch instead of a launch per kernel; a prefill
+// step still pays every launch.
+TEST(Ch04ModeledExecutor, DecodeStepsWithGraphsAreModeledAsOnePaddedGraphLaunch) {
+  harness::PassTimer eager{synthetic_config("llama2-7b"), roofline::Precision::dense(2),
+                           &roofline::find_device("h200"), {}, {}};
+  harness::PassTimer graphs = eager;
+  graphs.graph_buckets = engine::cuda_graph_buckets(8);  // 1, 2, 4, 8
+  harness::FakeExecutor fake(16, 4, kVocab);
+  engine::Scheduler s(testing::tiny_config(16, 4, 32));
+  for (int i = 0; i < 3; ++i) s.add_request(req(i, 4, 3));
+  const engine::SchedulerOutput prefill = s.schedule();
+  s.update(prefill, fake.execute(prefill), 0.0);
+  const engine::SchedulerOutput decode = s.schedule();
+  ASSERT_EQ(harness::pass_shape(decode).rows(), 3);
+  EXPECT_DOUBLE_EQ(graphs(prefill), eager(prefill));
+  roofline::PassShape padded = harness::pass_shape(decode);
+  padded.chunks.push_back({0, 1, false});
+  roofline::Assumptions as_graph;
+  as_graph.cuda_graph = true;
+  EXPECT_DOUBLE_EQ(graphs(decode),
+                   roofline::pass_cost(graphs.config, padded, graphs.precision, *graphs.device,
+                                       as_graph).time_s());
+  EXPECT_DOUBLE_EQ(eager(decode), roofline::pass_cost(eager.config, harness::pass_shape(decode),
+                                                      eager.precision, *eager.device).time_s());
+  EXPECT_LT(graphs(decode), eager(decode));  // 4 + 8L launches cost more than one graph
 }
 
 }  // namespace

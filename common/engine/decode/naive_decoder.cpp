@@ -41,9 +41,10 @@ std::vector<float> run_chunked(ModelRunner& runner, NaiveKVCache& cache, int reg
 }
 
 RunnerOptions options_for(const DeviceModel& model, int max_seq_len,
-                          std::optional<DType> activation_dtype) {
+                          std::optional<DType> activation_dtype, bool cuda_graphs) {
   RunnerOptions o;
   o.activation_dtype = activation_dtype;
+  o.cuda_graphs = cuda_graphs;
   const int context = max_seq_len == 0 ? model.config().max_seq_len : max_seq_len;
   o.max_tokens_per_step = std::min(context, 512);  // longer prefixes run in chunks
   o.max_logit_rows = 1;
@@ -52,12 +53,13 @@ RunnerOptions options_for(const DeviceModel& model, int max_seq_len,
 }  // namespace
 
 NaiveDecoder::NaiveDecoder(const DeviceModel& model, CacheMode mode, int max_seq_len,
-                           std::optional<DType> activation_dtype, std::optional<DType> kv_dtype)
+                           std::optional<DType> activation_dtype, std::optional<DType> kv_dtype,
+                           bool cuda_graphs)
     : owned_cache_(std::make_unique<NaiveKVCache>(
           model.config(), kv_dtype.value_or(activation_dtype.value_or(model.dtype())),
           max_seq_len, 1)),
       owned_runner_(std::make_unique<ModelRunner>(
-          model, options_for(model, max_seq_len, activation_dtype))),
+          model, options_for(model, max_seq_len, activation_dtype, cuda_graphs))),
       runner_(owned_runner_.get()),
       cache_(owned_cache_.get()),
       mode_(mode),

@@ -45,9 +45,11 @@ class NaiveDecoder final : public Decoder {
   /// \brief A self-contained decoder: its own runner and a one-region cache of `max_seq_len`
   /// positions (0 = the model's context). Activations are stored in `activation_dtype`
   /// (unset: the model's storage type), the cache in `kv_dtype` (unset: the activation type).
+  /// With `cuda_graphs`, naive-cache decode steps replay one captured CUDA graph
+  /// (`RunnerOptions::cuda_graphs`).
   NaiveDecoder(const DeviceModel& model, CacheMode mode, int max_seq_len = 0,
                std::optional<DType> activation_dtype = std::nullopt,
-               std::optional<DType> kv_dtype = std::nullopt);
+               std::optional<DType> kv_dtype = std::nullopt, bool cuda_graphs = false);
   /// \brief A decoder sharing `runner` and `cache` with others (several requests, each in its
   /// own region of `cache`; both must outlive it). Throws `InvalidArgument` when `cache` has no
   /// free region.
@@ -75,6 +77,8 @@ class NaiveDecoder final : public Decoder {
   int region() const { return region_; }
   /// \brief The cache its region lives in (reserved/used accounting).
   const NaiveKVCache& cache() const { return *cache_; }
+  /// \brief The runner it runs on (its step counters).
+  const ModelRunner& runner() const { return *runner_; }
   /// \brief Token rows pushed through the model since construction (the work: no-cache
   /// recomputes every prefix, naive-cache computes each position once).
   std::int64_t rows_computed() const { return rows_computed_; }

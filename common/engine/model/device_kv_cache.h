@@ -6,16 +6,25 @@
 ///
 /// Per forward pass, the runner calls
 ///
-///     begin_forward(batch)                       once: validate, upload slot mappings/lengths
-///     for each layer l:
-///       append_kv(l, k, v)                       write the rows' keys and values
-///       attend(l, q, out)                        causal attention over everything cached
+///     begin_forward(batch, staging, graph_rows)  validate, stage slot mappings/lengths
+///                                                (the runner uploads the step in one copy)
+///     before_pass(stream)                        what precedes the pass: block copies
+///     for each layer l:                          ┐ launched one by one, or replayed as a
+///       append_kv(l, k, v)                       │ CUDA graph (graph_rows > 0) captured when
+///       attend(l, q, out)                        ┘ graph_key() was the same
 ///
 /// Chapter 1 implements it with a contiguous cache (`NaiveKVCache`); chapter 2 plugs in a paged
 /// cache with block tables; chapter 4 feeds it batches of many sequences — the runner is the same.
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/engine/model/decode_graphs.h"
 #include "common/engine/model/forward_batch.h"
+#include "common/engine/model/step_staging.h"
 #include "kernels/cuda_compat.h"
+#include "common/error.h"
 #include "kernels/dtype.cuh"
 
 namespace nanoserve::engine {
@@ -44,9 +53,25 @@ class DeviceKVCache {
   virtual int max_seq_len() const = 0;
   /// \brief Prepares a pass over `batch` (already validated against the vocabulary): checks
   /// that every chunk's sequence exists, continues its cached prefix without a gap and fits,
-  /// records the new lengths, and uploads whatever per-row metadata its kernels need. Throws
-  /// `InvalidArgument` naming the sequence and positions otherwise, before any kernel runs.
-  virtual void begin_forward(const ForwardBatch& batch, cudaStream_t stream) = 0;
+  /// records the new lengths, and stages in `staging` whatever per-row metadata its kernels
+  /// need (the runner uploads it with the rest of the step). Throws `InvalidArgument` naming
+  /// the sequence and positions otherwise, before anything is staged or run.
+  /// \param batch   the pass's rows, chunks, slots and block copies
+  /// \param staging the step's staging; the cache adds its sections and keeps their offsets
+  /// \param graph_rows 0: the pass is launched kernel by kernel over the batch's T rows.
+  ///        > 0: a decode pass (one row per chunk, T <= graph_rows) replayed from a CUDA graph
+  ///        of `graph_rows` rows: every launch shape and host argument of `append_kv` and
+  ///        `attend` must then depend only on `graph_rows` (and on what `graph_key` reports),
+  ///        and rows T .. graph_rows-1 are padding — they write no KV and attend to nothing.
+  virtual void begin_forward(const ForwardBatch& batch, StepStaging& staging, int graph_rows) = 0;
+  /// \brief After the step's upload, before the pass: what must run first and is no part of a
+  /// replayed graph (the paged cache's copy-on-write block copies), enqueued on `stream`.
+  virtual void before_pass(cudaStream_t stream) { (void)stream; }
+  /// \brief What the launches of `append_kv` and `attend` take from the host besides the
+  /// staged data — device addresses (pools, workspace, the staged section), launch sizes,
+  /// per-chunk choices — for the pass `begin_forward` prepared. A captured graph is replayed
+  /// only while this is unchanged; otherwise it is captured again.
+  virtual std::vector<std::int64_t> graph_key() const = 0;
   /// \brief Stores the keys (RoPE applied) and values of every row of the batch for `layer`.
   /// \param layer  block index
   /// \param k      (T, n_kv_heads * head_dim) device keys in `act`
@@ -64,6 +89,19 @@ class DeviceKVCache {
   /// \param act    storage type of q and out (the runner's activation type)
   /// \param stream CUDA stream
   virtual void attend(int layer, const void* q, void* out, DType act, cudaStream_t stream) = 0;
+
+ protected:
+  /// \brief Throws `InvalidArgument` (prefixed with `who`) unless `graph_rows` is 0, or at
+  /// least the batch's rows with one row per chunk (a decode pass a graph can replay).
+  static void check_graph_rows(const ForwardBatch& batch, int graph_rows, const std::string& who) {
+    if (graph_rows == 0) return;
+    if (graph_rows < batch.rows() || !batch.one_row_per_chunk()) {
+      throw InvalidArgument(who + ": a graph of " + std::to_string(graph_rows) +
+                            " rows replays decode passes of at most that many one-row chunks; "
+                            "this batch has " + std::to_string(batch.rows()) + " rows in " +
+                            std::to_string(batch.chunks.size()) + " chunks");
+    }
+  }
 };
 
 }  // namespace nanoserve::engine

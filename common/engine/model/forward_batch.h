@@ -62,6 +62,10 @@ struct ForwardBatch {
 
   /// \brief Number of rows T.
   int rows() const { return static_cast<int>(tokens.size()); }
+  /// \brief True when every chunk is one row (a decode step: one new token per sequence).
+  bool one_row_per_chunk() const {
+    return static_cast<int>(chunks.size()) == rows();  // chunks are >= 1 row and cover T
+  }
   /// \brief (T) the position of every row in its sequence.
   std::vector<int> positions() const;
   /// \brief Throws `InvalidArgument` naming the problem when the chunks do not cover the

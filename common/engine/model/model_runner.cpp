@@ -1,6 +1,8 @@
 #include "common/engine/model/model_runner.h"
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <string>
 
 #include "common/error.h"
@@ -69,22 +71,40 @@ DeviceBuffer<std::byte> bias_in(const DeviceTensor& bias, DType dtype) {
     return DeviceBuffer<std::byte>(bytes);
   });
 }
+
+// The stream a runner owns when it is given none (0): a blocking stream, so work a caller puts
+// on the legacy default stream is still ordered with the runner's.
+cudaStream_t new_stream() {
+  cudaStream_t s = nullptr;
+  CUDA_CHECK(cudaStreamCreate(&s));
+  return s;
+}
+
+RunnerOptions checked(const RunnerOptions& o) {
+  if (o.max_tokens_per_step < 1 || o.max_logit_rows < 1) {
+    throw InvalidArgument("ModelRunner: max_tokens_per_step = " +
+                          std::to_string(o.max_tokens_per_step) + " and max_logit_rows = " +
+                          std::to_string(o.max_logit_rows) + " must both be >= 1");
+  }
+  return o;
+}
 }  // namespace
+
+// A graph's pass computes logits for all its rows, so its rows may not exceed max_logit_rows.
+std::vector<int> graph_buckets(const RunnerOptions& o) {
+  if (!o.cuda_graphs) return {};
+  return cuda_graph_buckets(std::min(o.max_tokens_per_step, o.max_logit_rows));
+}
 
 ModelRunner::ModelRunner(const DeviceModel& model, RunnerOptions options, cudaStream_t stream)
     : model_(model),
-      options_(options),
-      stream_(stream),
-      act_(options.activation_dtype.value_or(model.dtype())) {
-  if (options.max_tokens_per_step < 1 || options.max_logit_rows < 1) {
-    throw InvalidArgument("ModelRunner: max_tokens_per_step = " +
-                          std::to_string(options.max_tokens_per_step) + " and max_logit_rows = " +
-                          std::to_string(options.max_logit_rows) + " must both be >= 1");
-  }
+      options_(checked(options)),
+      own_stream_(stream == nullptr ? new_stream() : nullptr),
+      stream_(stream == nullptr ? own_stream_.get() : stream),
+      act_(options.activation_dtype.value_or(model.dtype())),
+      graphs_(engine::graph_buckets(options)) {
   const ModelConfig& c = model.config();
   const int t = options.max_tokens_per_step;
-  tokens_ = rows_of<int>(t, 1);
-  positions_ = rows_of<int>(t, 1);
   x_ = act_rows(t, c.dim, act_);
   xn_ = act_rows(t, c.dim, act_);
   q_ = act_rows(t, c.q_dim(), act_);
@@ -108,7 +128,24 @@ std::int64_t ModelRunner::activation_bytes() const {
   for (const DeviceBuffer<std::byte>* b : {&x_, &xn_, &q_, &k_, &v_, &att_, &gate_, &up_}) {
     total += static_cast<std::int64_t>(b->bytes());
   }
-  return total + static_cast<std::int64_t>(logits_.bytes() + tokens_.bytes() + positions_.bytes());
+  return total + static_cast<std::int64_t>(logits_.bytes());
+}
+
+StepCounters ModelRunner::counters() const {
+  StepCounters c = counters_;
+  c.graph_replays = graphs_.counters().replays;
+  c.graph_captures = graphs_.counters().captures;
+  c.graph_updates = graphs_.counters().updates;
+  c.uploads = staging_.uploads();
+  return c;
+}
+
+int ModelRunner::graph_rows(const ForwardBatch& batch) const {
+  if (graphs_.buckets().empty() || !batch.one_row_per_chunk()) return 0;
+  // Every row samples (rows 0 .. T-1 ascending), so the graph's logits for all rows serve.
+  const int T = batch.rows();
+  if (static_cast<int>(batch.logit_rows.size()) != T || batch.logit_rows.back() != T - 1) return 0;
+  return graph_bucket(graphs_.buckets(), T);
 }
 
 void ModelRunner::check_layout(const DeviceKVCache& attention) const {
@@ -129,12 +166,15 @@ std::vector<float> ModelRunner::forward(const ForwardBatch& batch, DeviceKVCache
       batch.logit_rows.size() * static_cast<std::size_t>(model_.config().vocab_size);
   std::vector<float> logits(n);
   if (n > 0) {
-    CUDA_CHECK(cudaMemcpy(logits.data(), logits_.get(), n * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpyAsync(logits.data(), logits_.get(), n * sizeof(float),
+                               cudaMemcpyDeviceToHost, stream_));
   }
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
   return logits;
 }
 
-void ModelRunner::forward_on_device(const ForwardBatch& batch, DeviceKVCache& attention) {
+void ModelRunner::forward_on_device(const ForwardBatch& batch, DeviceKVCache& attention,
+                                    const std::function<void(StepStaging&)>& stage_more) {
   const ModelConfig& c = model_.config();
   batch.validate(c.vocab_size);
   check_layout(attention);
@@ -149,20 +189,56 @@ void ModelRunner::forward_on_device(const ForwardBatch& batch, DeviceKVCache& at
                           " logit rows exceed max_logit_rows = " +
                           std::to_string(options_.max_logit_rows));
   }
-  attention.begin_forward(batch, stream_);  // may refuse the batch; nothing has run yet
+  // A decode pass that fits a bucket replays its graph over `rows` >= T rows; the rows past T
+  // are padding (token 0 at position 0; the cache gives them no slot and no keys).
+  const int graph_rows = this->graph_rows(batch);
+  const int rows = graph_rows > 0 ? graph_rows : T;
 
-  host_positions_ = batch.positions();
-  CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), batch.tokens.data(), sizeof(int) * T,
-                             cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaMemcpyAsync(positions_.get(), host_positions_.data(), sizeof(int) * T,
-                             cudaMemcpyHostToDevice, stream_));
+  // Stage the step: the cache's metadata (it may refuse the batch; nothing has run yet), token
+  // ids and positions, whatever the caller adds — then one upload.
+  staging_.begin();
+  attention.begin_forward(batch, staging_, graph_rows);
+  tokens_at_ = staging_.add<int>(std::size_t(rows));
+  positions_at_ = staging_.add<int>(std::size_t(rows));
+  int* tokens = staging_.host<int>(tokens_at_);
+  int* positions = staging_.host<int>(positions_at_);
+  std::copy(batch.tokens.begin(), batch.tokens.end(), tokens);
+  std::fill(tokens + T, tokens + rows, 0);
+  int r = 0;
+  for (const SequenceChunk& chunk : batch.chunks) {
+    for (int i = 0; i < chunk.num_tokens; ++i) positions[r++] = chunk.start_pos + i;
+  }
+  std::fill(positions + T, positions + rows, 0);
+  if (stage_more) stage_more(staging_);
+  staging_.upload(stream_);
+  attention.before_pass(stream_);
 
+  ++counters_.passes;
+  if (graph_rows == 0) {
+    ++counters_.eager_passes;
+    launch_pass(T, batch.logit_rows, attention);
+    return;
+  }
+  counters_.padding_rows += graph_rows - T;
+  std::vector<int> all_rows(static_cast<std::size_t>(graph_rows));
+  std::iota(all_rows.begin(), all_rows.end(), 0);
+  // What the captured launches take from the host: the cache's addresses and sizes, and where
+  // the token ids and positions were staged (the same offsets every step of a bucket, unless
+  // the staging grew).
+  std::vector<std::int64_t> key = attention.graph_key();
+  key.push_back(graph_key_of(&attention));
+  key.push_back(graph_key_of(staging_.device<int>(tokens_at_)));
+  key.push_back(graph_key_of(staging_.device<int>(positions_at_)));
+  graphs_.run(graph_rows, key, stream_, [&] { launch_pass(graph_rows, all_rows, attention); });
+}
+
+void ModelRunner::launch_pass(int T, const std::vector<int>& logit_rows, DeviceKVCache& attention) {
   dispatch_dtype(act_, [&](auto act_tag) {
     dispatch_dtype(model_.dtype(), [&](auto weight_tag) {
       using A = decltype(act_tag);
       using W = decltype(weight_tag);
       run_layers<A, W>(T, attention);
-      final_logits<A, W>(batch);
+      final_logits<A, W>(logit_rows);
     });
   });
 }
@@ -183,8 +259,10 @@ void ModelRunner::run_layers(int T, DeviceKVCache& attention) {
     return biases_.empty() ? nullptr : &biases_[std::size_t(3 * l + i)];
   };
   // x = embedding[tokens]: ids were checked on the host, so no device flag is needed.
-  launch_embedding<W, A>(model_.token_embedding().data<W>(), c.vocab_size, c.dim, tokens_.get(),
-                         T, x, nullptr, stream_);
+  const int* tokens = staging_.device<int>(tokens_at_);        // (T)
+  const int* positions = staging_.device<int>(positions_at_);  // (T)
+  launch_embedding<W, A>(model_.token_embedding().data<W>(), c.vocab_size, c.dim, tokens, T, x,
+                         nullptr, stream_);
   for (int l = 0; l < c.n_layers; ++l) {
     const DeviceLayer& w = model_.layer(l);
     // Attention block.
@@ -192,7 +270,7 @@ void ModelRunner::run_layers(int T, DeviceKVCache& attention) {
     apply_biased(*w.wq, bias(l, 0), xn, q, T, stream_);
     apply_biased(*w.wk, bias(l, 1), xn, k, T, stream_);
     apply_biased(*w.wv, bias(l, 2), xn, v, T, stream_);
-    launch_rope<A>(q, k, positions_.get(), T, c.n_heads, c.n_kv_heads, c.head_dim,
+    launch_rope<A>(q, k, positions, T, c.n_heads, c.n_kv_heads, c.head_dim,
                    inv_freq_.data(), pairing_of(c.rope_style), stream_);
     attention.append_kv(l, k, v, kAct, stream_);
     attention.attend(l, q, att, kAct, stream_);
@@ -211,9 +289,8 @@ void ModelRunner::run_layers(int T, DeviceKVCache& attention) {
 // consecutive wanted rows are normalized into consecutive rows of xn, then one linear that
 // reads xn in A and writes fp32 logits.
 template <typename A, typename W>
-void ModelRunner::final_logits(const ForwardBatch& batch) {
+void ModelRunner::final_logits(const std::vector<int>& rows) {
   const ModelConfig& c = model_.config();
-  const std::vector<int>& rows = batch.logit_rows;
   if (rows.empty()) return;
   A* x = as<A>(x_);
   A* xn = as<A>(xn_);

@@ -22,6 +22,16 @@
 /// The same meaning as `oracle::forward_prompt`, step for step. Where keys and values live and
 /// which attention kernel reads them is the `DeviceKVCache`'s business.
 ///
+/// A step on the device, in order (only the first and the last wait for anything):
+///
+///     stage      the cache's metadata, token ids, positions (and, through `stage_more`, the
+///                sampler's parameters) into one pinned buffer (`StepStaging`)
+///     upload     one cudaMemcpyAsync of all of it
+///     before     the cache's block copies, enqueued behind the upload
+///     pass       a decode pass of up to the largest bucket's rows with `cuda_graphs`: the
+///                bucket's CUDA graph, padded (`DecodeGraphs`); otherwise the launches one by one
+///     (sample)   the caller's: only the token ids come back, the step's one synchronization
+///
 /// Every activation buffer (x … up) is stored in the runner's activation type (fp32, fp16 or
 /// bf16; `RunnerOptions::activation_dtype`); each kernel widens what it loads to fp32, computes in
 /// fp32 (norm sums, RoPE, softmax, every accumulation) and rounds once on store. The residual
@@ -30,12 +40,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "common/engine/model/decode_graphs.h"
 #include "common/engine/model/device_kv_cache.h"
 #include "common/engine/model/device_model.h"
 #include "common/engine/model/forward_batch.h"
+#include "common/engine/model/step_counters.h"
+#include "common/engine/model/step_staging.h"
 
 namespace nanoserve::engine {
 
@@ -57,7 +72,19 @@ struct RunnerOptions {
   /// Storage type of the activations between kernels; unset = the model's weight type
   /// (`DeviceModel::dtype()`). fp32 reproduces the reference implementations exactly.
   std::optional<DType> activation_dtype;
+  /// Replay decode passes (one row per chunk, every row sampled, at most
+  /// min(max_tokens_per_step, max_logit_rows) rows) from CUDA graphs captured per batch-size
+  /// bucket (`DecodeGraphs`); other passes launch kernel by kernel. Off by default here, so
+  /// that chapters 1 and 2 show the launches; the serving engine (`ModelExecutorOptions`) and
+  /// the programs turn it on (`--no-cuda-graphs` to compare).
+  bool cuda_graphs = false;
 };
+
+/// \brief The batch sizes whose decode passes a runner with `options` replays from graphs:
+/// `cuda_graph_buckets(min(max_tokens_per_step, max_logit_rows))`; none without `cuda_graphs`.
+std::vector<int> graph_buckets(const RunnerOptions& options);
+
+
 
 /// \brief Runs forward passes of one `DeviceModel` (which must outlive it) on one stream.
 ///
@@ -65,7 +92,9 @@ struct RunnerOptions {
 /// \snippet tests/ch01/test_examples_model.cpp ModelRunner
 class ModelRunner {
  public:
-  /// \brief Allocates the activations for `options`. Throws `InvalidArgument` for sizes < 1.
+  /// \brief Allocates the activations for `options`. Runs on `stream`, or on a stream of its
+  /// own (created with cudaStreamCreate: ordered with the legacy default stream) when given 0 —
+  /// a graph cannot be captured on the legacy stream. Throws `InvalidArgument` for sizes < 1.
   ModelRunner(const DeviceModel& model, RunnerOptions options = {}, cudaStream_t stream = 0);
 
   /// \brief Runs `batch` with keys and values through `attention`; returns the logits of
@@ -76,8 +105,13 @@ class ModelRunner {
   /// the model.
   std::vector<float> forward(const ForwardBatch& batch, DeviceKVCache& attention);
   /// \brief `forward` without the download: the logits stay in `device_logits()` for a device
-  /// sampler, and nothing synchronizes (the pass is queued on the stream). Same errors.
-  void forward_on_device(const ForwardBatch& batch, DeviceKVCache& attention);
+  /// sampler, and nothing synchronizes (the pass is queued on `stream()`). `stage_more`, when
+  /// given, adds what else the step sends (the sampler's parameters) to the same upload; it
+  /// runs after the cache accepted the batch and before anything is uploaded or launched (if
+  /// it throws, a `NaiveKVCache` keeps the batch's new lengths; a `PagedKVCache` keeps
+  /// nothing). Same errors.
+  void forward_on_device(const ForwardBatch& batch, DeviceKVCache& attention,
+                         const std::function<void(StepStaging&)>& stage_more = {});
 
   /// \brief The device logits of the last pass, (logit rows, vocab) fp32 (for device sampling).
   const float* device_logits() const { return logits_.get(); }
@@ -89,26 +123,44 @@ class ModelRunner {
   const RunnerOptions& options() const { return options_; }
   /// \brief Device bytes of the preallocated activations and logits.
   std::int64_t activation_bytes() const;
+  /// \brief The stream every pass runs on.
+  cudaStream_t stream() const { return stream_; }
+  /// \brief Rows of the graph a decode pass of `rows` rows would replay (0: launched eagerly).
+  int graph_rows(const ForwardBatch& batch) const;
+  /// \brief The graph buckets (empty without `cuda_graphs`).
+  const std::vector<int>& graph_buckets() const { return graphs_.buckets(); }
+  /// \brief Passes, graph captures and replays, padding rows and uploads so far.
+  StepCounters counters() const;
 
  private:
   void check_layout(const DeviceKVCache& attention) const;
+  // The kernels of one pass over `T` rows, `logit_rows` of them getting logits.
+  void launch_pass(int T, const std::vector<int>& logit_rows, DeviceKVCache& attention);
   template <typename A, typename W>
   void run_layers(int T, DeviceKVCache& attention);
   template <typename A, typename W>
-  void final_logits(const ForwardBatch& batch);
+  void final_logits(const std::vector<int>& rows);
   template <typename A>
   A* as(DeviceBuffer<std::byte>& b) {
     return reinterpret_cast<A*>(b.get());
   }
 
+  struct StreamDeleter {
+    void operator()(CUstream_st* s) const { cudaStreamDestroy(s); }
+  };
+
   const DeviceModel& model_;
   RunnerOptions options_;
+  std::unique_ptr<CUstream_st, StreamDeleter> own_stream_;  // when constructed with stream 0
   cudaStream_t stream_;
   DType act_;  // storage type of every activation buffer below
+  StepStaging staging_;  // the step's inputs: (rows) token ids | (rows) positions | the cache's …
+  std::size_t tokens_at_ = 0;     // staged offsets of this pass's token ids
+  std::size_t positions_at_ = 0;  // and positions
+  DecodeGraphs graphs_;           // one graph per bucket, with cuda_graphs
+  StepCounters counters_;         // passes, eager passes, padding rows (graphs_ count the rest)
   // Activations, sized for max_tokens_per_step = Tmax rows (llama2.c's RunState), in act_
   // (bytes: elements × dtype_bytes(act_)):
-  DeviceBuffer<int> tokens_;          // (Tmax)
-  DeviceBuffer<int> positions_;       // (Tmax)
   DeviceBuffer<std::byte> x_;         // (Tmax, dim) residual stream
   DeviceBuffer<std::byte> xn_;        // (Tmax, dim) normalized residual
   DeviceBuffer<std::byte> q_;         // (Tmax, q_dim) queries
@@ -121,7 +173,6 @@ class ModelRunner {
   // Per layer (bq, bk, bv) in act_ when the model has attention biases: the row a linear
   // accumulates onto (the model keeps them in fp32).
   std::vector<DeviceBuffer<std::byte>> biases_;  // (n_layers * 3) of (q_dim | kv_dim)
-  std::vector<int> host_positions_;  // source of the positions upload, kept alive
   std::vector<float> inv_freq_;      // (head_dim / 2) RoPE frequencies, rope_scaling applied
 };
 

@@ -22,19 +22,19 @@ NaiveKVCache::NaiveKVCache(const ModelConfig& config, DType dtype, int max_seq_l
   const std::size_t ws = attention_decode_workspace_floats(1, config.n_heads, config.head_dim,
                                                            regions_.max_seq_len());
   if (ws > 0) workspace_ = DeviceBuffer<float>(ws);
-  lens_ = DeviceBuffer<int>(static_cast<std::size_t>(num_regions));
 }
 
 std::int64_t NaiveKVCache::region_row(int region, int layer) const {
   return (std::int64_t(region) * layout_.n_layers + layer) * regions_.max_seq_len();
 }
 
-void NaiveKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream) {
+void NaiveKVCache::begin_forward(const ForwardBatch& batch, StepStaging& staging, int graph_rows) {
   // Check every chunk before recording any, so a refused batch leaves the cache as it was.
   if (!batch.block_copies.empty() || !batch.slot_mapping.empty()) {
     throw InvalidArgument("NaiveKVCache: the batch carries paged KV (slots or block copies); "
                           "a naive cache places rows by region and position");
   }
+  check_graph_rows(batch, graph_rows, "NaiveKVCache");
   std::vector<std::int64_t> seen;
   for (const SequenceChunk& c : batch.chunks) {
     if (c.seq < 0 || c.seq >= regions_.num_regions()) {
@@ -63,15 +63,25 @@ void NaiveKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream)
     host_lens_.push_back(c.start_pos + c.num_tokens);
     regions_.write(static_cast<int>(c.seq), c.start_pos, c.num_tokens);
   }
-  if (slot_mapping_.size() < host_mapping_.size()) {
-    slot_mapping_ = DeviceBuffer<int>(host_mapping_.size());
-  }
-  CUDA_CHECK(cudaMemcpyAsync(slot_mapping_.get(), host_mapping_.data(),
-                             host_mapping_.size() * sizeof(int), cudaMemcpyHostToDevice, stream));
-  CUDA_CHECK(cudaMemcpyAsync(lens_.get(), host_lens_.data(), host_lens_.size() * sizeof(int),
-                             cudaMemcpyHostToDevice, stream));
+  // Padding rows of a graph's pass: slot -1, which launch_kv_append skips (no attention runs
+  // for them: attend() goes chunk by chunk).
+  rows_ = graph_rows > 0 ? graph_rows : batch.rows();
+  host_mapping_.resize(std::size_t(rows_), -1);
+  // One section: slot mapping (rows) | attention lengths (chunks).
+  staging_ = &staging;
+  meta_ = staging.add<int>(host_mapping_.size() + host_lens_.size());
+  int* meta = staging.host<int>(meta_);
+  std::copy(host_mapping_.begin(), host_mapping_.end(), meta);
+  std::copy(host_lens_.begin(), host_lens_.end(), meta + host_mapping_.size());
   chunks_ = batch.chunks;
-  rows_ = batch.rows();
+}
+
+std::vector<std::int64_t> NaiveKVCache::graph_key() const {
+  std::vector<std::int64_t> key = {graph_key_of(k_.get()), graph_key_of(v_.get()),
+                                   graph_key_of(staging_->device<int>(meta_)),
+                                   graph_key_of(workspace_.get()), rows_};
+  for (const SequenceChunk& c : chunks_) key.push_back(c.seq);  // attend() takes its region's base
+  return key;
 }
 
 void NaiveKVCache::append_kv(int layer, const void* k, const void* v, DType act,
@@ -88,8 +98,8 @@ void NaiveKVCache::append_kv(int layer, const void* k, const void* v, DType act,
     dispatch_dtype(act, [&](auto act_tag) {
       using A = decltype(act_tag);
       launch_kv_append<T, A>(static_cast<const A*>(k), static_cast<const A*>(v),
-                             slot_mapping_.get(), rows_, kv_dim, k_base, v_base, rows_after_base,
-                             stream);
+                             staging_->device<int>(meta_), rows_, kv_dim, k_base, v_base,
+                             rows_after_base, stream);
     });
   });
 }
@@ -99,6 +109,7 @@ void NaiveKVCache::attend(int layer, const void* q, void* out, DType act, cudaSt
   const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
   const int q_dim = n_heads_ * layout_.head_dim;
   const int max_len = regions_.max_seq_len();
+  const int* lens = staging_->device<int>(meta_) + rows_;  // (chunks) after the slot mapping
   dispatch_dtype(layout_.dtype, [&](auto tag) {
     dispatch_dtype(act, [&](auto act_tag) {
       using T = decltype(tag);
@@ -113,7 +124,7 @@ void NaiveKVCache::attend(int layer, const void* q, void* out, DType act, cudaSt
         A* out_rows = static_cast<A*>(out) + std::int64_t(row) * q_dim;        // (T, q_dim)
         if (c.num_tokens == 1) {
           // Decode: one query over the whole cached prefix; long prefixes split over blocks.
-          launch_attention_decode<T, A>(q_rows, k_cache, v_cache, lens_.get() + i, 1, max_len,
+          launch_attention_decode<T, A>(q_rows, k_cache, v_cache, lens + i, 1, max_len,
                                         heads, out_rows, {workspace_.get(), workspace_.size()},
                                         stream);
         } else {

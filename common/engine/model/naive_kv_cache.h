@@ -68,9 +68,13 @@ class NaiveKVCache final : public DeviceKVCache {
   /// \brief Positions per region.
   int max_seq_len() const override { return regions_.max_seq_len(); }
   /// \brief Checks each chunk (`seq` is an allocated region, used once, continuing its cached
-  /// prefix, fitting in `max_seq_len`), records the new lengths (an earlier `start_pos` rolls
-  /// the tail back) and uploads the slot mapping and attention lengths.
-  void begin_forward(const ForwardBatch& batch, cudaStream_t stream) override;
+  /// prefix, fitting in `max_seq_len`; `graph_rows` 0 or a padded decode), records the new
+  /// lengths (an earlier `start_pos` rolls the tail back) and stages the slot mapping (-1 for
+  /// padding rows) and attention lengths.
+  void begin_forward(const ForwardBatch& batch, StepStaging& staging, int graph_rows) override;
+  /// \brief The cache, the staged section, the workspace, the rows and each chunk's region (a
+  /// graph captured for region 0 must not replay for region 1).
+  std::vector<std::int64_t> graph_key() const override;
   /// \brief One `launch_kv_append` for all rows of the batch.
   void append_kv(int layer, const void* k, const void* v, DType act,
                  cudaStream_t stream) override;
@@ -93,11 +97,11 @@ class NaiveKVCache final : public DeviceKVCache {
   DeviceBuffer<float> workspace_;   // split-K scratch of decode attention (one sequence)
   // Per forward pass:
   std::vector<SequenceChunk> chunks_;  // the batch's chunks
-  int rows_ = 0;                       // T
-  std::vector<int> host_mapping_;      // (T) sources of the asynchronous uploads, kept alive
-  std::vector<int> host_lens_;         // (chunks)
-  DeviceBuffer<int> slot_mapping_;     // (>= T) kv row of every input row, from layer 0's base
-  DeviceBuffer<int> lens_;             // (num_regions) keys each chunk's last row attends to
+  int rows_ = 0;                       // T, or the graph's rows
+  std::vector<int> host_mapping_;      // (rows) kv row of every input row, from layer 0's base
+  std::vector<int> host_lens_;         // (chunks) keys each chunk's last row attends to
+  const StepStaging* staging_ = nullptr;  // where they were staged
+  std::size_t meta_ = 0;                  // staged: slot mapping (rows) | lengths (chunks)
 };
 
 }  // namespace nanoserve::engine

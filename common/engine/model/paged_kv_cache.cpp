@@ -50,13 +50,19 @@ std::int64_t PagedKVCache::pool_bytes() const {
   return 2 * layout_.n_layers * layer_rows() * kv_dim * dtype_bytes(layout_.dtype);
 }
 
-void PagedKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream) {
+void PagedKVCache::zero(cudaStream_t stream) {
+  CUDA_CHECK(cudaMemsetAsync(k_.get(), 0, k_.bytes(), stream));
+  CUDA_CHECK(cudaMemsetAsync(v_.get(), 0, v_.bytes(), stream));
+}
+
+void PagedKVCache::begin_forward(const ForwardBatch& batch, StepStaging& staging, int graph_rows) {
   // Check the whole plan before touching any state, so a refused batch changes nothing.
   if (batch.slot_mapping.size() != std::size_t(batch.rows())) {
     throw InvalidArgument("PagedKVCache: the batch has " + std::to_string(batch.rows()) +
                           " rows but " + std::to_string(batch.slot_mapping.size()) +
                           " slots (every row of a paged pass needs one)");
   }
+  check_graph_rows(batch, graph_rows, "PagedKVCache");
   for (const BlockCopy& c : batch.block_copies) check_block(c.src, "block copy source");
   for (const BlockCopy& c : batch.block_copies) check_block(c.dst, "block copy destination");
   std::vector<std::int64_t> seen;
@@ -96,43 +102,70 @@ void PagedKVCache::begin_forward(const ForwardBatch& batch, cudaStream_t stream)
     max_blocks = std::max(max_blocks, used_blocks);
     max_q = std::max(max_q, c.num_tokens);
   }
-  copy_blocks(batch.block_copies, stream);
 
-  rows_ = batch.rows();
-  batch_ = static_cast<int>(batch.chunks.size());
-  max_blocks_ = max_blocks;
+  staging_ = &staging;
+  const bool graph = graph_rows > 0;
+  rows_ = graph ? graph_rows : batch.rows();
+  batch_ = graph ? graph_rows : static_cast<int>(batch.chunks.size());  // a padding row: a chunk
+  // A graph's block tables are as wide as the longest sequence allowed, so that a sequence
+  // growing into one more block replays the same graph (the kernels read only up to each
+  // sequence's length).
+  max_blocks_ = graph ? (max_seq_len_ + block_size_ - 1) / block_size_ : max_blocks;
   max_q_len_ = max_q;
   const bool uniform = std::all_of(batch.chunks.begin(), batch.chunks.end(),
                                    [&](const SequenceChunk& c) { return c.num_tokens == max_q; });
   decode_q_len_ = uniform && max_q <= kMaxDecodeQueries ? max_q : 0;
 
-  // Layout of the one upload: slot mapping (T) | block tables (batch, max_blocks) |
-  // context lengths (batch) | cu_seqlens (batch + 1).
-  host_meta_.assign(std::size_t(rows_) + std::size_t(batch_) * max_blocks_ + 2 * batch_ + 1, 0);
-  int* slots = host_meta_.data();
+  // One section: slot mapping (T) | block tables (batch, max_blocks) | context lengths
+  // (batch) | cu_seqlens (batch + 1). Padding rows: slot -1 (no write), length 0 (no key).
+  const std::size_t n = std::size_t(rows_) + std::size_t(batch_) * max_blocks_ + 2 * batch_ + 1;
+  meta_ = staging.add<int>(n);
+  int* slots = staging.host<int>(meta_);
+  std::fill(slots, slots + n, 0);
   int* tables = slots + rows_;
   int* lens = tables + std::size_t(batch_) * max_blocks_;
   int* cu = lens + batch_;
-  for (int r = 0; r < rows_; ++r) {
-    slots[r] = static_cast<int>(batch.slot_mapping[std::size_t(r)]);  // < layer_rows() ≤ INT_MAX
+  for (int r = 0; r < rows_; ++r) {  // slots < layer_rows() <= INT_MAX
+    slots[r] = r < batch.rows() ? static_cast<int>(batch.slot_mapping[std::size_t(r)]) : -1;
   }
   for (int b = 0; b < batch_; ++b) {
+    const bool real = b < static_cast<int>(batch.chunks.size());
+    const int q = real ? batch.chunks[std::size_t(b)].num_tokens : 1;
+    cu[b + 1] = cu[b] + q;
+    if (!real) continue;
     const SequenceChunk& c = batch.chunks[std::size_t(b)];
     const int end = c.start_pos + c.num_tokens;
     const int used_blocks = (end + block_size_ - 1) / block_size_;
     std::copy(c.block_ids.begin(), c.block_ids.begin() + used_blocks,
               tables + std::size_t(b) * max_blocks_);
     lens[b] = end;
-    cu[b + 1] = cu[b] + c.num_tokens;
   }
-  if (meta_.size() < host_meta_.size()) meta_ = DeviceBuffer<int>(host_meta_.size());
-  CUDA_CHECK(cudaMemcpyAsync(meta_.get(), host_meta_.data(), host_meta_.size() * sizeof(int),
-                             cudaMemcpyHostToDevice, stream));
+  // The copy-on-write pairs travel in the same upload: (copies, 2) of (src, dst).
+  num_copies_ = static_cast<int>(batch.block_copies.size());
+  pairs_ = staging.add<int>(2 * std::size_t(num_copies_));
+  int* pairs = staging.host<int>(pairs_);
+  for (const BlockCopy& c : batch.block_copies) {  // checked above
+    *pairs++ = c.src;
+    *pairs++ = c.dst;
+  }
   if (decode_q_len_ > 0) {
     const std::size_t ws = paged_attention_decode_workspace_floats(
         batch_, decode_q_len_, n_heads_, layout_.head_dim, max_blocks_ * block_size_);
-    if (workspace_.size() < ws) workspace_ = DeviceBuffer<float>(ws);
+    if (workspace_.size() < ws) workspace_ = DeviceBuffer<float>(ws);  // a graph key changes
   }
+}
+
+std::vector<std::int64_t> PagedKVCache::graph_key() const {
+  return {graph_key_of(k_.get()),
+          graph_key_of(v_.get()),
+          graph_key_of(staging_->device<int>(meta_)),
+          graph_key_of(workspace_.get()),
+          std::int64_t(workspace_.size()),
+          rows_,
+          batch_,
+          max_blocks_,
+          max_q_len_,
+          decode_q_len_};
 }
 
 void PagedKVCache::append_kv(int layer, const void* k, const void* v, DType act,
@@ -145,7 +178,7 @@ void PagedKVCache::append_kv(int layer, const void* k, const void* v, DType act,
     T* v_pool = reinterpret_cast<T*>(v_.get()) + base;
     dispatch_dtype(act, [&](auto act_tag) {
       using A = decltype(act_tag);
-      launch_kv_append<T, A>(static_cast<const A*>(k), static_cast<const A*>(v), meta_.get(),
+      launch_kv_append<T, A>(static_cast<const A*>(k), static_cast<const A*>(v), slots(),
                              rows_, kv_dim, k_pool, v_pool, layer_rows(), stream);
     });
   });
@@ -154,7 +187,7 @@ void PagedKVCache::append_kv(int layer, const void* k, const void* v, DType act,
 void PagedKVCache::attend(int layer, const void* q, void* out, DType act, cudaStream_t stream) {
   const AttentionHeads heads{n_heads_, layout_.n_kv_heads, layout_.head_dim};
   const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
-  const int* tables = meta_.get() + rows_;
+  const int* tables = slots() + rows_;
   const int* lens = tables + std::size_t(batch_) * max_blocks_;
   const int* cu = lens + batch_;
   const DeviceBlockTables device_tables{tables, lens, batch_, max_blocks_};
@@ -187,27 +220,20 @@ void PagedKVCache::check_block(int block, const std::string& what) const {
   }
 }
 
-void PagedKVCache::copy_blocks(const std::vector<BlockCopy>& copies, cudaStream_t stream) {
-  if (copies.empty()) return;
-  host_pairs_.clear();
-  for (const BlockCopy& c : copies) {  // checked by begin_forward
-    host_pairs_.push_back(c.src);
-    host_pairs_.push_back(c.dst);
-  }
-  if (pairs_.size() < host_pairs_.size()) pairs_ = DeviceBuffer<int>(host_pairs_.size());
-  CUDA_CHECK(cudaMemcpyAsync(pairs_.get(), host_pairs_.data(), host_pairs_.size() * sizeof(int),
-                             cudaMemcpyHostToDevice, stream));
+void PagedKVCache::before_pass(cudaStream_t stream) {
+  if (num_copies_ == 0) return;
+  // Enqueued behind the upload that brought the pairs and ahead of the pass that writes into
+  // the destinations: stream order is all the synchronization it needs.
   const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
   dispatch_dtype(layout_.dtype, [&](auto tag) {
     using T = decltype(tag);
     launch_block_copy<T>(reinterpret_cast<T*>(k_.get()), reinterpret_cast<T*>(v_.get()),
-                         layout_.n_layers, num_blocks_, block_size_, kv_dim, pairs_.get(),
-                         static_cast<int>(copies.size()), stream);
+                         layout_.n_layers, num_blocks_, block_size_, kv_dim,
+                         staging_->device<int>(pairs_), num_copies_, stream);
   });
-  // host_pairs_ must outlive the asynchronous upload: the next copy_blocks reuses it only
-  // after this stream's work is ordered before it.
-  CUDA_CHECK(cudaStreamSynchronize(stream));
 }
+
+const int* PagedKVCache::slots() const { return staging_->device<int>(meta_); }
 
 std::vector<float> PagedKVCache::to_host(const std::vector<int>& block_ids, int layer,
                                          int length, bool values) const {

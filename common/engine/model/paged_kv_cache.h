@@ -16,8 +16,10 @@
 /// Per forward pass (`ModelRunner::forward`):
 ///
 ///     begin_forward   checks the plan (every row's slot is where its chunk's block table
-///                     puts it; blocks inside the pool), performs the block copies, then
-///                     uploads slot mapping, block tables and context lengths in one copy
+///                     puts it; blocks inside the pool), then stages slot mapping, block
+///                     tables, context lengths and the copy-on-write pairs in the step's
+///                     staging (one upload with the rest of the step, `StepStaging`)
+///     before_pass     the block copies, enqueued on the stream behind the upload (no sync)
 ///     append_kv(l)    paged KV write: row r's K/V → slot_mapping[r] of layer l's pool
 ///     attend(l)       every chunk the same length q ≤ 16 (decode, speculative verification):
 ///                     paged decode (split-K over long contexts); otherwise the varlen paged
@@ -25,6 +27,18 @@
 ///
 /// The block tables come from the scheduler's `KVCacheManager` (or a decoder's), which must
 /// have reserved every slot a batch writes (`allocate` / `append_slots`).
+///
+/// For a decode pass replayed by a CUDA graph of `graph_rows` rows (`DecodeGraphs`), every
+/// shape depends only on `graph_rows`: the block tables are `ceil(max_seq_len / block_size)`
+/// wide whatever the sequences' lengths, and the padding rows past the batch's get slot -1
+/// (`launch_kv_append` writes nothing) and context length 0 (attention gives them zeros):
+///
+///     graph of 4 rows, batch of 3,     slots        lens   block tables (max_blocks wide)
+///     block size 8
+///       row 0  seq 7, position 17      [ 4*8+1,     18,    [ 3, 9, 4, 0, 0, … ]
+///       row 1  seq 2, position 5         6*8+5,     6,     [ 6, 0, 0, … ]
+///       row 2  seq 5, position 8         1*8+0,     9,     [ 8, 1, 0, … ]
+///       row 3  padding                   -1 ]       0      [ 0, … ]  (never read)
 #include <cstdint>
 #include <vector>
 
@@ -58,10 +72,14 @@ class PagedKVCache final : public DeviceKVCache {
   /// \brief Most positions one sequence may hold.
   int max_seq_len() const override { return max_seq_len_; }
   /// \brief Checks the plan (one slot per row, each where its chunk's block table puts it; a
-  /// sequence once; blocks inside the pool; positions within `max_seq_len`), performs the
-  /// batch's block copies, then uploads the slot mapping, block tables and context lengths.
-  /// Throws `InvalidArgument` before anything is copied or uploaded otherwise.
-  void begin_forward(const ForwardBatch& batch, cudaStream_t stream) override;
+  /// sequence once; blocks inside the pool; positions within `max_seq_len`; `graph_rows` 0 or
+  /// a padded decode), then stages the slot mapping, block tables, context lengths and the
+  /// block copies' pairs. Throws `InvalidArgument` before anything is staged otherwise.
+  void begin_forward(const ForwardBatch& batch, StepStaging& staging, int graph_rows) override;
+  /// \brief The batch's copy-on-write block copies (every layer, K and V), on `stream`.
+  void before_pass(cudaStream_t stream) override;
+  /// \brief Pools, the staged section, the workspace, and the pass's sizes.
+  std::vector<std::int64_t> graph_key() const override;
   /// \brief One paged KV write for all rows of the batch into layer `layer`'s pools.
   void append_kv(int layer, const void* k, const void* v, DType act,
                  cudaStream_t stream) override;
@@ -71,6 +89,10 @@ class PagedKVCache final : public DeviceKVCache {
 
   /// \brief Device bytes of the K and V pools.
   std::int64_t pool_bytes() const;
+  /// \brief Sets every key and value of the pools to zero, on `stream` (fresh device memory
+  /// holds anything; a benchmark that reserves context without computing it needs defined
+  /// values).
+  void zero(cudaStream_t stream = 0);
   /// \brief Whether the last `attend` used the decode kernel (else the varlen prefill one).
   bool last_pass_was_decode() const { return decode_q_len_ > 0; }
   /// \brief The cached keys (`values == false`) or values of `layer`, positions
@@ -86,8 +108,7 @@ class PagedKVCache final : public DeviceKVCache {
  private:
   std::int64_t layer_rows() const;  // slots per layer: num_blocks * block_size
   void check_block(int block, const std::string& what) const;  // InvalidArgument if outside
-  // Copy-on-write copies (every layer, K and V) on `stream`, before the pass writes.
-  void copy_blocks(const std::vector<BlockCopy>& copies, cudaStream_t stream);
+  const int* slots() const;  // the staged section on the device
 
   int n_heads_;
   KVLayout layout_;
@@ -97,17 +118,18 @@ class PagedKVCache final : public DeviceKVCache {
   DeviceBuffer<unsigned char> k_;  // (n_layers, num_blocks, block_size, kv_dim) in dtype
   DeviceBuffer<unsigned char> v_;  // same
 
-  // Per forward pass (host copies are the sources of asynchronous uploads, kept alive):
-  int rows_ = 0;                 // T
-  int batch_ = 0;                // chunks
-  int max_blocks_ = 0;           // row length of the uploaded block tables
+  DeviceBuffer<float> workspace_;  // split-K scratch of paged decode (grows, never shrinks)
+
+  // Per forward pass:
+  int rows_ = 0;                 // T, or the graph's rows
+  int batch_ = 0;                // chunks (and one per padding row)
+  int max_blocks_ = 0;           // row length of the staged block tables
   int max_q_len_ = 0;            // longest chunk
   int decode_q_len_ = 0;         // > 0: every chunk has this many rows and the decode kernel runs
-  std::vector<int> host_meta_;   // slot mapping | block tables | context lens | cu_seqlens
-  DeviceBuffer<int> meta_;       // the same, on the device
-  DeviceBuffer<float> workspace_;  // split-K scratch of paged decode
-  std::vector<int> host_pairs_;    // (copies, 2) of copy_blocks
-  DeviceBuffer<int> pairs_;
+  int num_copies_ = 0;           // copy-on-write copies of before_pass
+  const StepStaging* staging_ = nullptr;  // where the metadata below was staged
+  std::size_t meta_ = 0;   // staged: slot mapping (rows) | block tables | context lens | cu_seqlens
+  std::size_t pairs_ = 0;  // staged: (num_copies, 2) copy-on-write (src, dst)
 };
 
 }  // namespace nanoserve::engine

@@ -25,10 +25,18 @@ RunnerOptions runner_options(const DeviceModel& model, const ModelExecutorOption
                           " is outside [0, " + std::to_string(context) +
                           "] (0 = the context of model '" + model.config().name + "')");
   }
-  return {o.max_tokens_per_step, o.max_logit_rows, o.activation_dtype};  // runner checks >= 1
+  RunnerOptions r{o.max_tokens_per_step, o.max_logit_rows, o.activation_dtype};  // checks >= 1
+  r.cuda_graphs = o.cuda_graphs;
+  return r;
 }
 
 }  // namespace
+
+std::vector<int> graph_buckets(const ModelExecutorOptions& o) {
+  RunnerOptions r{o.max_tokens_per_step, o.max_logit_rows};
+  r.cuda_graphs = o.cuda_graphs;
+  return graph_buckets(r);
+}
 
 ModelExecutorOptions executor_options_for(const SchedulerConfig& config) {
   ModelExecutorOptions o;
@@ -61,7 +69,8 @@ ModelExecutor::ModelExecutor(const DeviceModel& model, ModelExecutorOptions opti
                           std::to_string(options_.block_size));
   }
   if (options_.device_sampling) {
-    sampler_ = std::make_unique<DeviceSampler>(options_.max_logit_rows, model.config().vocab_size);
+    sampler_ = std::make_unique<DeviceSampler>(options_.max_logit_rows, model.config().vocab_size,
+                                               runner_.stream());
   }
   // Padding rows of a pass: positions 0 .. max_tokens_per_step-1 of one padding sequence.
   int blocks = options_.num_kv_blocks;
@@ -117,22 +126,26 @@ std::vector<int> ModelExecutor::execute(const SchedulerOutput& output) {
   if (options_.compute_wasted_rows) add_padding(output.num_wasted_rows, sampled);
   if (batch_.rows() > 0) run_pass(sampled);
   // A last pass without logits has not synchronized: finish before the caller reads a clock.
-  CUDA_CHECK(cudaStreamSynchronize(0));
+  CUDA_CHECK(cudaStreamSynchronize(runner_.stream()));
   return sampled;
 }
 
 void ModelExecutor::run_pass(std::vector<int>& sampled) {
   const int vocab = model_.config().vocab_size;
   if (sampler_) {  // the logits stay on the device; only the token ids come back
-    runner_.forward_on_device(batch_, *cache_);
-    if (!batch_samplers_.empty()) {
-      std::vector<SamplingParams> params;
-      std::vector<std::uint64_t> positions;
-      for (const ScheduledSequence* s : batch_samplers_) {
-        params.push_back(s->request->seq.sampling);
-        positions.push_back(static_cast<std::uint64_t>(s->end_pos()));  // as a solo run
-      }
-      const std::vector<int> tokens = sampler_->sample(runner_.device_logits(), params, positions);
+    std::vector<SamplingParams> params;
+    std::vector<std::uint64_t> positions;
+    for (const ScheduledSequence* s : batch_samplers_) {
+      params.push_back(s->request->seq.sampling);
+      positions.push_back(static_cast<std::uint64_t>(s->end_pos()));  // as a solo run
+    }
+    // The sampling parameters ride in the pass's one upload.
+    runner_.forward_on_device(batch_, *cache_, [&](StepStaging& staging) {
+      if (!params.empty()) sampler_->stage(staging, params, positions);
+    });
+    if (!params.empty()) {
+      // Only the real rows: a graph's padding rows have logits too, which nobody samples.
+      const std::vector<int> tokens = sampler_->sample_staged(runner_.device_logits());
       for (std::size_t i = 0; i < tokens.size(); ++i) {
         sampled[static_cast<std::size_t>(batch_sample_index_[i])] = tokens[i];
       }

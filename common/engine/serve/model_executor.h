@@ -25,6 +25,11 @@
 /// samples on the host instead (the same tokens; kernels/sampling.h says when fp64 rounding
 /// could differ).
 ///
+/// A step on the device: everything it sends (token ids, positions, slots, block tables,
+/// lengths, copy-on-write pairs, sampling parameters) goes in one upload from pinned memory;
+/// a decode step replays its bucket's CUDA graph (`cuda_graphs`), others launch kernel by
+/// kernel; the only wait is for the sampled token ids (`counters()` counts all of it).
+///
 /// Determinism: each token is drawn with the request's own SamplingParams and the RNG keyed by
 /// (seed, position of the sampled token), as `generate()` does for a request running alone,
 /// so the draw never depends on the batch. (The logits themselves may differ from a solo
@@ -79,12 +84,20 @@ struct ModelExecutorOptions {
   /// \brief Sample on the device (`DeviceSampler`: the host sampler's tokens, only token ids
   /// cross to the host); off: the logits are downloaded and sampled on the host.
   bool device_sampling = true;
+  /// \brief Replay decode steps from CUDA graphs captured per batch-size bucket (1, 2, 4, 8,
+  /// 16, 24, … up to max_logit_rows), padding the batch to its bucket (`RunnerOptions`,
+  /// `DecodeGraphs`); prefill and mixed steps launch kernel by kernel. Off: every step does.
+  bool cuda_graphs = true;
 };
 
 /// \brief Options whose buffers hold one continuous-batching step of `config` in one pass:
 /// max_num_batched_tokens rows, max_num_seqs logit rows, max_model_len positions, and the
 /// scheduler's pool (num_kv_blocks of block_size).
 ModelExecutorOptions executor_options_for(const SchedulerConfig& config);
+/// \brief The batch sizes whose decode steps an executor with `options` replays from CUDA
+/// graphs (the runner's `graph_buckets`; none without `cuda_graphs`), for a cost model that
+/// should model what the executor launches.
+std::vector<int> graph_buckets(const ModelExecutorOptions& options);
 /// \brief Options for a static batch of `config`: a pass of up to `max_tokens_per_step` rows
 /// (the padded prefill is split), batch_size logit rows, max_model_len positions, its pool,
 /// wasted rows computed.
@@ -115,6 +128,8 @@ class ModelExecutor final : public Executor {
   long long num_rows() const { return num_rows_; }
   /// \brief Wasted rows computed (with `compute_wasted_rows`).
   long long num_wasted_rows() const { return num_wasted_rows_; }
+  /// \brief Eager passes, graph captures and replays, padding rows, uploads (the runner's).
+  StepCounters counters() const { return runner_.counters(); }
   /// \brief The options it was made with.
   const ModelExecutorOptions& options() const { return options_; }
   /// \brief e.g. "CPU simulator (…) · kernels, fp32 weights, paged KV".
