@@ -102,8 +102,19 @@ std::vector<int> FakeExecutor::execute(const engine::SchedulerOutput& out) {
       }
       context_.push_back(kv.token);
     }
-    sampled.push_back(
-        fake_next_token(s.request->seq.sampling, context_.data(), s.end_pos(), vocab_size_));
+    // Logit row i predicts position first_sample_pos() + i. With drafts, the fake model is its
+    // own verifier: a draft stands when it equals the fake model's token there (the fake is a
+    // deterministic function of context and seed, so this is exact rejection sampling for it).
+    const int k = s.num_draft_tokens;
+    for (int i = 0; i <= k; ++i) {
+      const int len = s.first_sample_pos() + i;
+      const int token = fake_next_token(s.request->seq.sampling, context_.data(), len, vocab_size_);
+      sampled.push_back(token);
+      if (i < k && token != context_[std::size_t(len)]) {  // rejected: pad the rest
+        sampled.insert(sampled.end(), std::size_t(k - i), -1);
+        break;
+      }
+    }
   }
   const int rows = out.num_batched_tokens() + out.num_wasted_rows;
   ++num_steps_;

@@ -9,6 +9,8 @@
 ///                   table: every slot must hold (some token, that position) — an unwritten
 ///                   or misplaced slot throws — and the tokens read are hashed
 ///     token:        fake_next_token(sampling, tokens read)
+///     drafts:       a sequence verifying k drafts gets the fake token at each of its k + 1
+///                   logit rows while the drafts equal them (scheduler_output.h's layout)
 ///
 /// The fake model is `fake_next_token`: a hash of the whole context, mixed with the
 /// request's Philox draw at the new position unless greedy. So a request's tokens depend on

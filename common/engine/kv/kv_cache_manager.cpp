@@ -1,6 +1,7 @@
 #include "common/engine/kv/kv_cache_manager.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 namespace nanoserve::engine {
@@ -150,6 +151,11 @@ void KVCacheManager::cache_full_blocks(const Sequence& seq, const BlockTable& ta
 
 int KVCacheManager::blocks_to_append(const BlockTable& table, const Sequence& seq, int n,
                                      bool* copy) const {
+  if (table.num_draft_slots_ != 0) {
+    throw std::logic_error("KVCacheManager: " + seq_name(seq.seq_id) + " still has " +
+                           std::to_string(table.num_draft_slots_) +
+                           " draft slots; accept_drafts before appending");
+  }
   if (n < 0 || seq.num_tokens() < table.num_tokens_ + n) {
     throw InvalidArgument("KVCacheManager::append_slots: cannot reserve " + std::to_string(n) +
                           " more slots for " + seq_name(seq.seq_id) + ": it has " +

@@ -121,6 +121,33 @@ class KVCacheManager {
   /// @}
 
 
+  /// @name Draft tokens of speculative decoding in the scheduler (chapter 7)
+  /// @{
+
+  /// \brief Whether `append_slots(seq, num_new_tokens, num_draft_tokens)` would find enough
+  /// free blocks.
+  bool can_append(const Sequence& seq, int num_new_tokens, int num_draft_tokens) const;
+  /// \brief `append_slots(seq, num_new_tokens)`, then `num_draft_tokens` more slots for draft
+  /// tokens after them (`seq` need not hold those). A block holding a draft slot is not
+  /// cached: what it will hold is known only after verification (`accept_drafts`), so a
+  /// rejected draft never leaves a cached block behind that the next token would have to copy.
+  /// Throws like `append_slots`, and `std::logic_error` while drafts of an earlier call are
+  /// not accepted yet.
+  ///
+  ///     before:   [a b c d][e _ _ _]             5 slots
+  ///     append 1 + 3 drafts:  [a b c d][e f x1 x2][x3 _ _ _]   9 slots, 3 of them drafts
+  ///     accept_drafts(1):     [a b c d][e f x1 _]             7 slots; block 2 goes back
+  std::vector<BlockCopy> append_slots(const Sequence& seq, int num_new_tokens,
+                                      int num_draft_tokens);
+  /// \brief Verification of the drafts of the last `append_slots` with drafts: the first
+  /// `num_accepted` draft slots now hold accepted tokens (which `seq` must hold), the others
+  /// are rolled back (blocks left empty go back to the pool, tail first), and blocks now full
+  /// of verified tokens are cached. Throws `InvalidArgument` for a count outside
+  /// [0, drafts] or a sequence that does not hold the accepted tokens.
+  void accept_drafts(const Sequence& seq, int num_accepted);
+  /// @}
+
+
   /// @name Sharing, shrinking and releasing
   /// @{
 

@@ -40,7 +40,8 @@ std::string KVCacheManager::check_invariants() const {
       const int id = table.block_ids_[size_t(i)];
       if (id < 0 || id >= pool_.num_blocks()) return name + " holds block id " + std::to_string(id);
       ++holders[size_t(id)];
-      const bool full = (i + 1) * bs <= table.num_tokens_;
+      // Blocks holding a draft slot are cached only once the drafts are verified.
+      const bool full = (i + 1) * bs <= table.num_tokens_ - table.num_draft_slots_;
       if (!pool_.prefix_caching() || !full) continue;
       const KVCacheBlock& b = pool_.block(id);
       const ChainId parent =

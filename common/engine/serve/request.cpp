@@ -48,6 +48,14 @@ void Request::validate_new() const {
   for (const std::string& s : stop_strings) {
     if (s.empty()) throw InvalidArgument(name + "stop_strings holds an empty string");
   }
+  if (num_speculative_tokens < 0 || num_speculative_tokens > kMaxSpeculativeTokens) {
+    throw InvalidArgument(name + "num_speculative_tokens = " +
+                          std::to_string(num_speculative_tokens) + " is outside [0, " +
+                          std::to_string(kMaxSpeculativeTokens) + "]");
+  }
+  if (!draft.tokens.empty() || !draft.q.empty()) {
+    throw InvalidArgument(name + "a new request carries no draft tokens");
+  }
   seq.sampling.validate();
 }
 

@@ -23,8 +23,13 @@
 #include <vector>
 
 #include "common/engine/kv/sequence.h"
+#include "common/speculative/proposer.h"
 
 namespace nanoserve::engine {
+
+/// \brief Most draft tokens one request may have verified per step (`Request::num_speculative_tokens`):
+/// beyond a few, α^γ is tiny and the verify rows are wasted (chapter 6).
+constexpr int kMaxSpeculativeTokens = 16;
 
 /// \brief Where a request is in its life.
 enum class RequestStatus {
@@ -85,6 +90,18 @@ struct Request {
   int num_prefix_hit_tokens = 0;      ///< prompt tokens taken from the prefix cache at admission
   /// @}
 
+  /// @name Speculative decoding inside the scheduler (chapter 7)
+  /// @{
+  /// \brief γ of this request: most draft tokens verified per step (0: no speculation).
+  int num_speculative_tokens = 0;
+  /// \brief The drafts of its next step — guesses of the tokens after its last one — and the
+  /// distributions q they were drawn from (empty q: point masses). Set by
+  /// `Scheduler::propose_drafts`, consumed (verified) by the next step that schedules it.
+  speculative::Proposal draft;
+  long long num_draft_tokens = 0;     ///< drafts verified so far
+  long long num_accepted_tokens = 0;  ///< of those, accepted by the rejection rule
+  /// @}
+
   /// \brief The request's id (`seq.seq_id`).
   int64_t id() const { return seq.seq_id; }
   /// \brief Generated tokens so far.
@@ -98,7 +115,8 @@ struct Request {
 
   /// \brief Throws `InvalidArgument` naming the request and field unless it is a fresh
   /// request: a non-empty prompt equal to `seq.token_ids`, nothing computed, `max_tokens`
-  /// >= 1, valid sampling parameters, status kWaiting.
+  /// >= 1, valid sampling parameters, status kWaiting, γ in [0, kMaxSpeculativeTokens] and no
+  /// drafts yet.
   void validate_new() const;
 };
 

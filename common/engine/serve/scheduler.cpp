@@ -122,6 +122,7 @@ std::string Scheduler::capacity_detail() const {
 // ─── schedule ──────────────────────────────────────────────────────────────────────────────
 
 void Scheduler::preempt(Request& victim, SchedulerOutput& out) {
+  victim.draft = {};  // drafts follow the last token; a preempted request starts over
   // BEGIN EXERCISE ch04.1 "Preemption by recomputation" points=15 minutes=30
   // HINT: Free the victim's blocks, forget its computed tokens, mark it kPreempted and count
   // HINT: the preemption (on the request and in stats_). The victim is the newest running
@@ -144,7 +145,14 @@ void Scheduler::preempt(Request& victim, SchedulerOutput& out) {
 void Scheduler::schedule_running(SchedulerOutput& out, int& budget, double now_s) {
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request& r = *running_[i];
-    const int n = std::min(r.seq.num_tokens() - r.seq.num_computed_tokens, budget);
+    const int rest = r.seq.num_tokens() - r.seq.num_computed_tokens;
+    const int n = std::min(rest, budget);
+    // Drafts ride along when the run reaches the last token, as far as the budget allows;
+    // they are optional work, so they go when their blocks are not free.
+    int k = n == rest ? std::min(int(r.draft.tokens.size()), budget - n) : 0;
+    if (k > 0 && !kv_.can_append(r.seq, n, k)) k = 0;
+    r.draft.tokens.resize(std::size_t(k));
+    if (!r.draft.q.empty()) r.draft.q.resize(std::size_t(k));
     // Make room: preempt from the back (newest first) until r's blocks fit or r is the back.
     while (!kv_.can_append(r.seq, n) && running_.back() != &r) preempt(*running_.back(), out);
     if (!kv_.can_append(r.seq, n)) {
@@ -159,10 +167,11 @@ void Scheduler::schedule_running(SchedulerOutput& out, int& budget, double now_s
       }
       return;
     }
-    std::vector<BlockCopy> copies = kv_.append_slots(r.seq, n);
+    // Draft slots are reserved but not cached until verification (KVCacheManager).
+    std::vector<BlockCopy> copies = kv_.append_slots(r.seq, n, k);
     out.block_copies.insert(out.block_copies.end(), copies.begin(), copies.end());
-    out.add(r, kv_.block_table(r.id()), r.seq.num_computed_tokens, n);
-    budget -= n;
+    out.add(r, kv_.block_table(r.id()), r.seq.num_computed_tokens, n, k);
+    budget -= n + k;
     ++i;
   }
 }
@@ -243,20 +252,46 @@ std::vector<int64_t> Scheduler::update(const SchedulerOutput& output,
     }
     requests.push_back(it->second.get());
   }
-  for (int token : sampled) {
-    if (token < 0) {
-      throw InvalidArgument("Scheduler::update: sampled token " + std::to_string(token) +
-                            " is negative");
+  std::vector<int> accepted(output.seqs.size(), 0);  // drafts kept, per sequence
+  for (size_t i = 0, k = 0; i < output.seqs.size(); ++i) {
+    const ScheduledSequence& s = output.seqs[i];
+    if (s.num_draft_tokens > 0) {
+      accepted[i] = accepted_drafts(s, sampled.data() + k);
+    } else if (s.sample && sampled[k] < 0) {
+      throw InvalidArgument("Scheduler::update: sampled token " + std::to_string(sampled[k]) +
+                            " of request " + std::to_string(s.seq_id) + " is negative");
     }
+    k += std::size_t(s.num_sampled_tokens());
   }
   std::vector<int64_t> done;
   size_t k = 0;
   for (size_t i = 0; i < output.seqs.size(); ++i) {
     const ScheduledSequence& s = output.seqs[i];
     Request& r = *requests[i];
-    r.seq.num_computed_tokens = s.end_pos();
-    if (s.sample && append_token(r, sampled[k++], now_s, config_.max_model_len, detokenize_)) {
-      done.push_back(r.id());
+    const int* entries = sampled.data() + k;
+    k += std::size_t(s.num_sampled_tokens());
+    // KV stands for the run up to the last accepted draft.
+    r.seq.num_computed_tokens = s.end_pos() - s.num_draft_tokens + accepted[i];
+    if (s.num_draft_tokens > 0) {
+      r.num_draft_tokens += s.num_draft_tokens;
+      r.num_accepted_tokens += accepted[i];
+      stats_.num_draft_tokens += s.num_draft_tokens;
+      stats_.num_accepted_tokens += accepted[i];
+      r.draft = {};
+    }
+    if (!s.sample) continue;
+    // The accepted drafts and the token after them, each through the stop rules, as if they
+    // had been sampled one step at a time.
+    bool finished = false;
+    for (int j = 0; j <= accepted[i] && !finished; ++j) {
+      finished = append_token(r, entries[j], now_s, config_.max_model_len, detokenize_);
+    }
+    if (finished) {
+      done.push_back(r.id());  // its blocks are freed below, drafts or not
+    } else if (s.num_draft_tokens > 0) {
+      // The accepted drafts' slots stand (and their full blocks are cached now); the
+      // rejected ones go back to the pool through the block manager.
+      kv_.accept_drafts(r.seq, accepted[i]);
     }
   }
   // Unlink the finished from the running list (keeping its order), then hand them out.
@@ -269,6 +304,67 @@ std::vector<int64_t> Scheduler::update(const SchedulerOutput& output,
     if (cancel(id, now_s)) done.push_back(id);
   }
   return done;
+}
+
+int Scheduler::accepted_drafts(const ScheduledSequence& s, const int* entries) {
+  const int k = s.num_draft_tokens;
+  int emitted = 0;
+  while (emitted <= k && entries[emitted] >= 0) ++emitted;
+  bool ok = emitted >= 1;
+  for (int j = emitted; j <= k; ++j) ok = ok && entries[j] == -1;
+  for (int j = 0; ok && j + 1 < emitted; ++j) {
+    ok = entries[j] == s.request->draft.tokens[std::size_t(j)];
+  }
+  if (!ok) {
+    std::string got;
+    for (int j = 0; j <= k; ++j) got += (j ? " " : "") + std::to_string(entries[j]);
+    throw InvalidArgument("Scheduler::update: request " + std::to_string(s.seq_id) +
+                          " verified " + std::to_string(k) + " drafts but got [" + got +
+                          "]: expected the accepted drafts, one token, then -1 padding");
+  }
+  return emitted - 1;
+}
+
+void Scheduler::propose_drafts(Drafter& drafter) {
+  if (step_in_flight_) {
+    throw std::logic_error("Scheduler::propose_drafts: a step is in flight (call it after update)");
+  }
+  drafter.retain(running_ids());
+  std::vector<DraftRequest> batch;
+  std::vector<Request*> owners;
+  for (Request* r : running_) {
+    if (r->num_speculative_tokens == 0 || !r->draft.tokens.empty()) continue;
+    if (r->seq.num_computed_tokens != r->seq.num_tokens() - 1) continue;  // still prefilling
+    const int left = r->max_tokens - r->num_output_tokens();
+    const int gamma = std::min({r->num_speculative_tokens, left - 1,
+                                config_.max_model_len - 1 - r->seq.num_tokens()});
+    if (gamma < 1) continue;
+    batch.push_back({r, gamma, {}});
+    owners.push_back(r);
+  }
+  if (batch.empty()) return;
+  drafter.propose(batch);
+  const int vocab = drafter.vocab_size();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    speculative::Proposal& p = batch[i].proposal;
+    const std::string who = "Scheduler::propose_drafts: drafter '" + drafter.name() +
+                            "' for request " + std::to_string(owners[i]->id());
+    if (int(p.tokens.size()) > batch[i].gamma) {
+      throw InvalidArgument(who + " proposed " + std::to_string(p.tokens.size()) +
+                            " tokens for gamma " + std::to_string(batch[i].gamma));
+    }
+    if (!p.q.empty() && p.q.size() != p.tokens.size()) {
+      throw InvalidArgument(who + " gave " + std::to_string(p.q.size()) + " q rows for " +
+                            std::to_string(p.tokens.size()) + " tokens");
+    }
+    for (int t : p.tokens) {
+      if (t < 0 || (vocab > 0 && t >= vocab)) {
+        throw InvalidArgument(who + " proposed token " + std::to_string(t) +
+                              " outside its vocabulary");
+      }
+    }
+    owners[i]->draft = std::move(p);
+  }
 }
 
 // ─── inspection ────────────────────────────────────────────────────────────────────────────
@@ -323,7 +419,8 @@ std::string Scheduler::check_invariants() const {
     if (r->status != RequestStatus::kRunning) return who + " has status " + to_string(r->status);
     if (!kv_.contains(r->id())) return who + " has no block table";
     const int slots = kv_.block_table(r->id()).num_tokens();
-    if (slots < r->seq.num_computed_tokens || slots > r->seq.num_tokens() ||
+    const int drafts = step_in_flight_ ? int(r->draft.tokens.size()) : 0;
+    if (slots < r->seq.num_computed_tokens || slots > r->seq.num_tokens() + drafts ||
         (!step_in_flight_ && slots != r->seq.num_computed_tokens)) {
       return who + " has " + std::to_string(slots) + " slots for " +
              std::to_string(r->seq.num_computed_tokens) + " computed of " +

@@ -32,6 +32,14 @@
 ///     more blocks while no other request holds any) finishes with kLength and the detail
 ///     "KV cache capacity: …" — the same tokens it would produce running alone.
 ///
+///  5. Speculative decoding (chapter 7): a decoding request may carry draft tokens
+///     (`Request::draft`, set by `propose_drafts` between steps). It is then scheduled with
+///     1 + k rows, its last token and k drafts; the drafts count against the token budget
+///     (k is cut to fit what is left of it) and need KV slots like any token, but never cost
+///     a preemption: when their blocks are not free the request runs without them. `update`
+///     keeps the accepted drafts, appends the token after them and rolls the rejected rows'
+///     slots back through the block manager (`KVCacheManager::accept_drafts`).
+///
 /// Contract with the executor (from `KVCacheManager`): every slot in a `SchedulerOutput` is
 /// written by the forward pass of that output, each layer's new K/V before that layer's
 /// attention reads, and every block copy is done before the pass.
@@ -44,6 +52,7 @@
 #include <vector>
 
 #include "common/engine/kv/kv_cache_manager.h"
+#include "common/engine/serve/drafter.h"
 #include "common/engine/serve/request.h"
 #include "common/engine/serve/scheduler_output.h"
 
@@ -78,6 +87,8 @@ struct SchedulerStats {
   long long num_cancelled = 0;    ///< requests cancelled
   long long num_finished = 0;     ///< requests finished (any reason)
   long long num_scheduled_tokens = 0;  ///< rows computed, summed over steps
+  long long num_draft_tokens = 0;      ///< draft rows verified (speculative decoding)
+  long long num_accepted_tokens = 0;   ///< of those, accepted by the rejection rule
 };
 
 /// \brief The continuous-batching scheduler. Owns the KV cache manager and the requests until
@@ -103,12 +114,22 @@ class Scheduler {
   SchedulerOutput schedule(double now_s = 0);
 
   /// \brief Applies a finished forward pass: advances each scheduled request's
-  /// num_computed_tokens, appends `sampled` (one token per sampling sequence of `output`, in
-  /// order) with time `now_s`, applies stop rules, frees finished requests' blocks, and
+  /// num_computed_tokens, appends `sampled` (`num_sampled_tokens()` entries per sampling
+  /// sequence of `output`, in order; see scheduler_output.h) with time `now_s`, applies stop
+  /// rules, rolls back the slots of rejected drafts, frees finished requests' blocks, and
   /// finishes requests cancelled during the step. Throws `InvalidArgument` if `sampled` has
-  /// the wrong size; returns the ids finished in this update.
+  /// the wrong size or a verification's entries are not accepted drafts, one token and -1
+  /// padding; returns the ids finished in this update.
   std::vector<int64_t> update(const SchedulerOutput& output, const std::vector<int>& sampled,
                               double now_s = 0);
+
+  /// \brief Speculative decoding: asks `drafter` for the drafts of every running request that
+  /// speculates (`num_speculative_tokens` > 0), has computed all its tokens but the last and
+  /// holds no drafts yet, with γ' = min(γ, tokens left − 1, max_model_len − 1 − tokens) (so
+  /// the bonus token fits the budget and the context); requests with γ' < 1 are skipped. Call
+  /// between `update` and `schedule`. Throws `InvalidArgument` for a proposal longer than γ',
+  /// with q rows that do not match its tokens, or a token outside the drafter's vocabulary.
+  void propose_drafts(Drafter& drafter);
 
   /// \brief Cancels a waiting or running request (finish reason kCancelled, blocks freed).
   /// During a step (between schedule and update) it takes effect in `update`. Returns false
@@ -145,6 +166,9 @@ class Scheduler {
   void schedule_running(SchedulerOutput& out, int& budget, double now_s);
   void schedule_waiting(SchedulerOutput& out, int& budget, double now_s);
   void preempt(Request& victim, SchedulerOutput& out);
+  /// Checks the sampled entries of a verification (drafts kept, one token, -1 padding);
+  /// returns how many drafts were accepted.
+  static int accepted_drafts(const ScheduledSequence& s, const int* entries);
   /// Frees a finished request's blocks, counts it and moves it to finished_ (callers have
   /// unlinked it from the queues).
   void retire(Request& r);

@@ -1,0 +1,82 @@
+// KVCacheManager's slots for draft tokens (speculative decoding inside the scheduler, chapter
+// 7): reserved after a sequence's verified tokens, uncached until verification says which of
+// them stand.
+#include <stdexcept>
+#include <string>
+
+#include "common/engine/kv/kv_cache_manager.h"
+
+namespace nanoserve::engine {
+namespace {
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+void check_drafts(int num_draft_tokens, const char* caller) {
+  if (num_draft_tokens < 0) {
+    throw InvalidArgument(std::string("KVCacheManager::") + caller +
+                          ": num_draft_tokens = " + std::to_string(num_draft_tokens) +
+                          " must be >= 0");
+  }
+}
+
+}  // namespace
+
+bool KVCacheManager::can_append(const Sequence& seq, int num_new_tokens,
+                                int num_draft_tokens) const {
+  check_drafts(num_draft_tokens, "can_append");
+  const BlockTable& table = table_of(seq.seq_id, "can_append");
+  bool copy = false;
+  const int blocks = blocks_to_append(table, seq, num_new_tokens, &copy);
+  const int end = table.num_tokens_ + num_new_tokens;
+  const int extra = ceil_div(end + num_draft_tokens, block_size()) - ceil_div(end, block_size());
+  return blocks + extra <= pool_.num_free_blocks();
+}
+
+std::vector<BlockCopy> KVCacheManager::append_slots(const Sequence& seq, int num_new_tokens,
+                                                    int num_draft_tokens) {
+  if (!can_append(seq, num_new_tokens, num_draft_tokens)) {  // change nothing when short
+    bool copy = false;
+    const BlockTable& table = table_of(seq.seq_id, "append_slots");
+    const int end = table.num_tokens_ + num_new_tokens;
+    const int needed = blocks_to_append(table, seq, num_new_tokens, &copy) +
+                       ceil_div(end + num_draft_tokens, block_size()) -
+                       ceil_div(end, block_size());
+    throw BlockPoolExhausted("append_slots(" + std::to_string(seq.seq_id) + ", " +
+                                 std::to_string(num_new_tokens) + " + " +
+                                 std::to_string(num_draft_tokens) + " drafts)",
+                             needed, pool_.num_free_blocks(), pool_.num_blocks());
+  }
+  std::vector<BlockCopy> copies = append_slots(seq, num_new_tokens);  // caches verified blocks
+  BlockTable& table = table_of(seq.seq_id, "append_slots");
+  const int end = table.num_tokens_ + num_draft_tokens;
+  const std::vector<int> fresh =
+      pool_.get_new_blocks(ceil_div(end, block_size()) - table.num_blocks());
+  table.block_ids_.insert(table.block_ids_.end(), fresh.begin(), fresh.end());
+  table.num_tokens_ = end;
+  table.num_draft_slots_ = num_draft_tokens;
+  return copies;
+}
+
+void KVCacheManager::accept_drafts(const Sequence& seq, int num_accepted) {
+  BlockTable& table = table_of(seq.seq_id, "accept_drafts");
+  const int drafts = table.num_draft_slots_;
+  const int verified = table.num_tokens_ - drafts;  // slots of verified tokens before
+  if (num_accepted < 0 || num_accepted > drafts) {
+    throw InvalidArgument("KVCacheManager::accept_drafts: " + std::to_string(num_accepted) +
+                          " accepted of the " + std::to_string(drafts) + " draft slots of sequence " +
+                          std::to_string(seq.seq_id));
+  }
+  if (seq.num_tokens() < verified + num_accepted) {
+    throw InvalidArgument("KVCacheManager::accept_drafts: sequence " +
+                          std::to_string(seq.seq_id) + " holds " +
+                          std::to_string(seq.num_tokens()) + " tokens, fewer than the " +
+                          std::to_string(verified + num_accepted) + " slots it keeps");
+  }
+  table.num_draft_slots_ = 0;
+  rollback(seq.seq_id, drafts - num_accepted);
+  // The blocks from the first one that held a draft slot on are now full of verified tokens
+  // up to the new end: cache them (the blocks before were cached when they filled).
+  cache_full_blocks(seq, table, verified / block_size(), table.num_tokens_ / block_size());
+}
+
+}  // namespace nanoserve::engine
