@@ -14,9 +14,28 @@
 #include "common/engine/serve/drafter.h"
 #include "common/engine/serve/scheduler.h"
 #include "common/harness/fake_executor.h"
+#include "common/loaders/synthetic_model.h"
 #include "common/sampling/rng.h"
 
 namespace nanoserve::testing {
+
+/// A micro Llama with random weights (dim 16, 2 heads sharing 1 KV head, vocab 24, context
+/// 64): cheap enough on the simulator for tests that need thousands of rows. Its logits have
+/// std ~1 over 24 tokens: broad distributions, and greedy decoding falls into loops quickly.
+inline Model micro_model(std::uint64_t seed, int n_layers = 1) {
+  ModelConfig c;
+  c.name = "micro-" + std::to_string(seed);
+  c.dim = 16;
+  c.hidden_dim = 32;
+  c.n_layers = n_layers;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.head_dim = 8;
+  c.vocab_size = 24;
+  c.max_seq_len = 64;
+  c.tied_classifier = false;
+  return make_synthetic_model(c, seed);
+}
 
 /// Deterministic draws for one scenario (Philox on the workload stream).
 struct Draws {
