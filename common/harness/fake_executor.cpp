@@ -115,6 +115,10 @@ std::vector<int> FakeExecutor::execute(const engine::SchedulerOutput& out) {
         break;
       }
     }
+    // Samples forked in this step: the same context, each with its own seed.
+    for (const engine::Request* fork : s.forks) {
+      sampled.push_back(fake_next_token(fork->seq.sampling, context_.data(), s.end_pos(), vocab_size_));
+    }
   }
   const int rows = out.num_batched_tokens() + out.num_wasted_rows;
   ++num_steps_;

@@ -1,10 +1,10 @@
 // Property test of the whole engine's scheduling (chapter 7): hundreds of random scenarios —
 // random configs, arrivals, lengths, shared prefixes and stop tokens, per-request γ (0
-// included) with drafts that are right for a while and then wrong, KV pools small enough to
-// force preemption — driven step by step with the fake model. After every step the
+// included) with drafts that are right for a while and then wrong, parallel samples, KV pools
+// small enough to force preemption — driven step by step with the fake model. After every step the
 // scheduler's and the block manager's invariants hold and the token budget is kept; at the
 // end every request is finished, no block is leaked, and every request's tokens are exactly
-// what it produces alone.
+// what it produces alone (a sample: the request alone with its seed).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,6 +52,7 @@ Scenario random_scenario(std::uint64_t seed) {
     sampling.seed = std::uint64_t(d.uniform(0, 3));
     engine::Request r = engine::make_request(i, prompt, d.uniform(1, 20), sampling);
     r.num_speculative_tokens = d.chance(25) ? 0 : d.uniform(1, 5);
+    r.n = d.chance(30) ? d.uniform(2, 3) : 1;  // parallel samples
     if (d.chance(50)) r.stop_token_ids = {0};
     s.requests.push_back(r);
     s.arrival_step.push_back(d.uniform(0, 20));
@@ -62,7 +63,7 @@ Scenario random_scenario(std::uint64_t seed) {
 /// What the scenarios exercised, so the test can prove it is not vacuous.
 struct Coverage {
   long long completed = 0, preemptions = 0, drafts = 0, accepted = 0, rejected_rounds = 0,
-            prefix_hits = 0, capacity = 0;
+            prefix_hits = 0, capacity = 0, samples = 0;
 };
 
 void run_scenario(std::uint64_t seed, Coverage& cov) {
@@ -95,22 +96,34 @@ void run_scenario(std::uint64_t seed, Coverage& cov) {
   for (engine::Request& r : s.take_finished()) finished.push_back(std::move(r));
   EXPECT_EQ(s.kv().pool().num_free_blocks(), c.num_kv_blocks) << "leaked blocks";
   EXPECT_EQ(s.kv().num_sequences(), 0);
-  ASSERT_EQ(finished.size(), sc.requests.size());
+  std::size_t expected = 0;  // every sample of every request, or the request alone
+  for (const engine::Request& r : finished) expected += r.sample_index == 0;
+  ASSERT_EQ(expected, sc.requests.size());
   cov.preemptions += s.stats().num_preemptions;
   cov.drafts += s.stats().num_draft_tokens;
   cov.accepted += s.stats().num_accepted_tokens;
   cov.prefix_hits += s.kv().metrics().hits;
   const int pool_slots = c.num_kv_blocks * c.block_size;
   for (const engine::Request& r : finished) {
-    SCOPED_TRACE("request " + std::to_string(r.id()));
-    const engine::Request& orig = sc.requests[std::size_t(r.id())];
+    SCOPED_TRACE("request " + std::to_string(r.group_id()) + " sample " +
+                 std::to_string(r.sample_index));
+    engine::Request orig = sc.requests[std::size_t(r.group_id())];
     if (r.finish_reason == engine::FinishReason::kRejected) continue;
+    orig.n = 1;  // sample i alone: the request with seed + i
+    orig.seq.sampling.seed += std::uint64_t(r.sample_index);
+    cov.samples += r.sample_index > 0;
     const engine::Request ref = harness::fake_reference_run(orig, kVocab, c.max_model_len);
     const std::vector<int>& got = r.seq.token_ids;
     const std::vector<int>& want = ref.seq.token_ids;
     ASSERT_LE(got.size(), want.size());
     EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin())) << "not the solo tokens";
-    if (ref.seq.num_tokens() - 1 > pool_slots) {  // it would need more slots than the pool
+    // A sample shares the pool with its siblings, so it may stop for capacity earlier than
+    // it would alone; a request alone stops exactly when its solo run outgrows the pool.
+    const bool shares = sc.requests[std::size_t(r.group_id())].n > 1;
+    if (shares && got != want) {
+      EXPECT_EQ(r.finish_detail.rfind("KV cache capacity", 0), 0u) << r.finish_detail;
+      ++cov.capacity;
+    } else if (ref.seq.num_tokens() - 1 > pool_slots) {  // it would need more slots than the pool
       EXPECT_EQ(r.finish_detail.rfind("KV cache capacity", 0), 0u) << r.finish_detail;
       ++cov.capacity;
     } else {
@@ -129,11 +142,12 @@ TEST(Ch07StackProperty, RandomWorkloadsWithSpeculationAndTinyPoolsReproduceSoloT
     if (::testing::Test::HasFailure()) return;
   }
   std::printf("coverage: %lld completed, %lld preemptions, %lld drafts verified, %lld accepted, "
-              "%lld requests with a rejection, %lld prefix-hit blocks, %lld capacity stops\n",
+              "%lld requests with a rejection, %lld prefix-hit blocks, %lld capacity stops, "
+              "%lld forked samples\n",
               cov.completed, cov.preemptions, cov.drafts, cov.accepted, cov.rejected_rounds,
-              cov.prefix_hits, cov.capacity);
+              cov.prefix_hits, cov.capacity, cov.samples);
   for (long long n : {cov.completed, cov.preemptions, cov.drafts, cov.accepted,
-                      cov.rejected_rounds, cov.prefix_hits, cov.capacity}) {
+                      cov.rejected_rounds, cov.prefix_hits, cov.capacity, cov.samples}) {
     EXPECT_GT(n, 20) << "a rule the scenarios should exercise was barely reached";
   }
   EXPECT_LT(cov.accepted, cov.drafts) << "the fake drafter should be wrong sometimes";

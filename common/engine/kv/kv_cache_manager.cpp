@@ -96,6 +96,11 @@ KVCacheManager::Plan KVCacheManager::plan_allocate(const Sequence& seq,
   return plan;
 }
 
+int KVCacheManager::num_blocks_to_allocate(const Sequence& seq, int num_new_tokens) const {
+  const Plan plan = plan_allocate(seq, num_new_tokens);
+  return plan.num_free_hits + plan.num_new_blocks;
+}
+
 bool KVCacheManager::can_allocate(const Sequence& seq, int num_new_tokens) const {
   const Plan plan = plan_allocate(seq, num_new_tokens);
   return plan.num_free_hits + plan.num_new_blocks <= pool_.num_free_blocks();

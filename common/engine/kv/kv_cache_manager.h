@@ -93,6 +93,9 @@ class KVCacheManager {
   /// free cached blocks count as used: taking them removes them from the free queue). Throws
   /// the `InvalidArgument`s of `allocate`.
   bool can_allocate(const Sequence& seq, int num_new_tokens = -1) const;
+  /// \brief Free blocks `allocate(seq, num_new_tokens)` would take (hits on free cached blocks
+  /// included). Throws the `InvalidArgument`s of `allocate`.
+  int num_blocks_to_allocate(const Sequence& seq, int num_new_tokens = -1) const;
   /// \brief Creates `seq`'s table: takes the longest cached prefix of full blocks (the
   /// returned number of tokens, which the caller stores as `num_computed_tokens`), then
   /// reserves slots for `num_new_tokens` more tokens (-1: all the rest of `seq`; a smaller
@@ -124,9 +127,14 @@ class KVCacheManager {
   /// @name Draft tokens of speculative decoding in the scheduler (chapter 7)
   /// @{
 
+  /// \brief Free blocks `append_slots(seq, num_new_tokens, num_draft_tokens)` would take (a
+  /// copy-on-write copy included). Throws the `InvalidArgument`s of `append_slots`.
+  int num_blocks_to_append(const Sequence& seq, int num_new_tokens, int num_draft_tokens = 0) const;
   /// \brief Whether `append_slots(seq, num_new_tokens, num_draft_tokens)` would find enough
   /// free blocks.
-  bool can_append(const Sequence& seq, int num_new_tokens, int num_draft_tokens) const;
+  bool can_append(const Sequence& seq, int num_new_tokens, int num_draft_tokens) const {
+    return num_blocks_to_append(seq, num_new_tokens, num_draft_tokens) <= pool_.num_free_blocks();
+  }
   /// \brief `append_slots(seq, num_new_tokens)`, then `num_draft_tokens` more slots for draft
   /// tokens after them (`seq` need not hold those). A block holding a draft slot is not
   /// cached: what it will hold is known only after verification (`accept_drafts`), so a

@@ -21,26 +21,20 @@ void check_drafts(int num_draft_tokens, const char* caller) {
 
 }  // namespace
 
-bool KVCacheManager::can_append(const Sequence& seq, int num_new_tokens,
-                                int num_draft_tokens) const {
-  check_drafts(num_draft_tokens, "can_append");
-  const BlockTable& table = table_of(seq.seq_id, "can_append");
+int KVCacheManager::num_blocks_to_append(const Sequence& seq, int num_new_tokens,
+                                         int num_draft_tokens) const {
+  check_drafts(num_draft_tokens, "num_blocks_to_append");
+  const BlockTable& table = table_of(seq.seq_id, "num_blocks_to_append");
   bool copy = false;
   const int blocks = blocks_to_append(table, seq, num_new_tokens, &copy);
   const int end = table.num_tokens_ + num_new_tokens;
-  const int extra = ceil_div(end + num_draft_tokens, block_size()) - ceil_div(end, block_size());
-  return blocks + extra <= pool_.num_free_blocks();
+  return blocks + ceil_div(end + num_draft_tokens, block_size()) - ceil_div(end, block_size());
 }
 
 std::vector<BlockCopy> KVCacheManager::append_slots(const Sequence& seq, int num_new_tokens,
                                                     int num_draft_tokens) {
-  if (!can_append(seq, num_new_tokens, num_draft_tokens)) {  // change nothing when short
-    bool copy = false;
-    const BlockTable& table = table_of(seq.seq_id, "append_slots");
-    const int end = table.num_tokens_ + num_new_tokens;
-    const int needed = blocks_to_append(table, seq, num_new_tokens, &copy) +
-                       ceil_div(end + num_draft_tokens, block_size()) -
-                       ceil_div(end, block_size());
+  const int needed = num_blocks_to_append(seq, num_new_tokens, num_draft_tokens);
+  if (needed > pool_.num_free_blocks()) {  // change nothing when short
     throw BlockPoolExhausted("append_slots(" + std::to_string(seq.seq_id) + ", " +
                                  std::to_string(num_new_tokens) + " + " +
                                  std::to_string(num_draft_tokens) + " drafts)",

@@ -23,8 +23,11 @@ RunnerOptions runner_options(const DeviceModel& model, const EngineExecutorOptio
   return {o.max_tokens_per_step, o.max_logit_rows, o.activation_dtype};  // runner checks >= 1
 }
 
-// A sequence whose sampled entries come from the host: a verification (every row's p).
-bool samples_on_host(const ScheduledSequence& s) { return s.sample && s.num_draft_tokens > 0; }
+// A sequence whose sampled entries come from the host: a verification (every row's p), or a
+// prompt whose last row also gives the first tokens of its forked samples.
+bool samples_on_host(const ScheduledSequence& s) {
+  return s.sample && (s.num_draft_tokens > 0 || !s.forks.empty());
+}
 
 }  // namespace
 
@@ -124,11 +127,21 @@ std::vector<int> EngineExecutor::execute(const SchedulerOutput& output) {
                  std::uint64_t(s.end_pos()));
     }
   }
-  // Verifications: chapter 6's rule on the 1 + k rows of each.
+  // Verifications: chapter 6's rule on the 1 + k rows of each; forks: one row, n draws.
   std::size_t row = sampler_ ? 0 : std::size_t(m);
   for (std::size_t i = 0; i < host.size(); ++i) {
     const ScheduledSequence& s = *host[i];
     const Request& r = *s.request;
+    if (!s.forks.empty()) {
+      const float* logits = host_logits_.data() + row * std::size_t(vocab);
+      const std::uint64_t pos = std::uint64_t(s.end_pos());
+      sampled[host_at[i]] = sample(logits, vocab, r.seq.sampling, pos);
+      for (std::size_t f = 0; f < s.forks.size(); ++f) {
+        sampled[host_at[i] + 1 + f] = sample(logits, vocab, s.forks[f]->seq.sampling, pos);
+      }
+      row += 1;
+      continue;
+    }
     const std::size_t k = std::size_t(s.num_draft_tokens);
     speculative::Proposal proposal;
     proposal.tokens.assign(r.draft.tokens.begin(), r.draft.tokens.begin() + std::ptrdiff_t(k));

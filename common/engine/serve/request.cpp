@@ -56,6 +56,18 @@ void Request::validate_new() const {
   if (!draft.tokens.empty() || !draft.q.empty()) {
     throw InvalidArgument(name + "a new request carries no draft tokens");
   }
+  if (n < 1 || n > kMaxParallelSamples) {
+    throw InvalidArgument(name + "n = " + std::to_string(n) + " samples is outside [1, " +
+                          std::to_string(kMaxParallelSamples) + "]");
+  }
+  if (n > 1 && id() < 0) {
+    throw InvalidArgument(name + "a request with n > 1 needs an id >= 0 (its samples' ids are " +
+                          "negative)");
+  }
+  if (parent_id >= 0 || sample_index != 0) {
+    throw InvalidArgument(name + "parent_id and sample_index belong to forked samples, which " +
+                          "the scheduler makes");
+  }
   seq.sampling.validate();
 }
 

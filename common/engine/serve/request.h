@@ -31,6 +31,16 @@ namespace nanoserve::engine {
 /// beyond a few, α^γ is tiny and the verify rows are wasted (chapter 6).
 constexpr int kMaxSpeculativeTokens = 16;
 
+/// \brief Most samples of one prompt (`Request::n`).
+constexpr int kMaxParallelSamples = 64;
+
+/// \brief The id of sample `i` (1 .. n−1) of request `parent_id` with `n` > 1: −1 − (64 ·
+/// parent_id + i), negative so that it never meets a request's own id (requests have ids
+/// >= 0 when they sample in parallel). Sample 0 is the request itself.
+inline int64_t parallel_sample_id(int64_t parent_id, int i) {
+  return -1 - (int64_t(kMaxParallelSamples) * parent_id + i);
+}
+
 /// \brief Where a request is in its life.
 enum class RequestStatus {
   kWaiting,    ///< queued, holds no KV blocks
@@ -102,6 +112,18 @@ struct Request {
   long long num_accepted_tokens = 0;  ///< of those, accepted by the rejection rule
   /// @}
 
+  /// @name Parallel sampling (chapter 7)
+  /// @{
+  /// \brief Samples of this prompt: the scheduler forks n − 1 more sequences (seeds seed + 1
+  /// … seed + n − 1) from it copy-on-write after its prefill, and schedules, preempts and
+  /// finishes the n as one group.
+  int n = 1;
+  int64_t parent_id = -1;  ///< a forked sample: the request it came from; -1 otherwise
+  int sample_index = 0;    ///< which sample of its group it is (0: the request itself)
+  /// \brief The id of its group: `parent_id` for a forked sample, else its own id.
+  int64_t group_id() const { return parent_id >= 0 ? parent_id : id(); }
+  /// @}
+
   /// \brief The request's id (`seq.seq_id`).
   int64_t id() const { return seq.seq_id; }
   /// \brief Generated tokens so far.
@@ -115,8 +137,9 @@ struct Request {
 
   /// \brief Throws `InvalidArgument` naming the request and field unless it is a fresh
   /// request: a non-empty prompt equal to `seq.token_ids`, nothing computed, `max_tokens`
-  /// >= 1, valid sampling parameters, status kWaiting, γ in [0, kMaxSpeculativeTokens] and no
-  /// drafts yet.
+  /// >= 1, valid sampling parameters, status kWaiting, γ in [0, kMaxSpeculativeTokens], no
+  /// drafts yet, n in [1, kMaxParallelSamples] (and a non-negative id when n > 1), and not a
+  /// forked sample.
   void validate_new() const;
 };
 

@@ -50,6 +50,10 @@ std::string Scheduler::rejection_reason(const Request& r) const {
     return "prompt of " + std::to_string(r.prompt_len) + " tokens is longer than the context (" +
            "max_model_len = " + std::to_string(config_.max_model_len) + ")";
   }
+  if (r.n > config_.max_num_seqs) {
+    return std::to_string(r.n) + " parallel samples need " + std::to_string(r.n) +
+           " running sequences but max_num_seqs = " + std::to_string(config_.max_num_seqs);
+  }
   const int blocks = (r.prompt_len + config_.block_size - 1) / config_.block_size;
   if (blocks > config_.num_kv_blocks) {
     return "prompt of " + std::to_string(r.prompt_len) + " tokens needs " +
@@ -78,6 +82,7 @@ void Scheduler::add_request(Request request) {
     return;
   }
   auto owned = std::make_unique<Request>(std::move(request));
+  if (owned->n > 1) groups_[owned->id()].n = owned->n;
   waiting_.push_back(owned.get());
   live_.emplace(owned->id(), std::move(owned));
 }
@@ -87,7 +92,20 @@ void Scheduler::retire(Request& r) {
   ++stats_.num_finished;
   stats_.num_cancelled += r.finish_reason == FinishReason::kCancelled;
   const int64_t id = r.id();
-  finished_.push_back(std::move(r));
+  auto group = groups_.find(r.group_id());
+  if (group == groups_.end()) {
+    finished_.push_back(std::move(r));
+  } else {  // a group is handed out when its last sample finishes, in sample order
+    Group& g = group->second;
+    g.done.push_back(std::move(r));
+    if (--g.live == 0) {
+      std::sort(g.done.begin(), g.done.end(), [](const Request& a, const Request& b) {
+        return a.sample_index < b.sample_index;
+      });
+      for (Request& member : g.done) finished_.push_back(std::move(member));
+      groups_.erase(group);
+    }
+  }
   live_.erase(id);  // destroys the moved-from request; callers have unlinked it from queues
 }
 
@@ -102,14 +120,16 @@ bool Scheduler::cancel(int64_t id, double now_s) {
     }
     return true;
   }
-  Request* r = it->second.get();
-  if (r->status == RequestStatus::kRunning) {
-    running_.erase(std::find(running_.begin(), running_.end(), r));
-  } else {
-    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), r));
+  // A sample cancels its whole group: the samples finish together.
+  for (Request* r : members_of(*it->second)) {
+    if (r->status == RequestStatus::kRunning) {
+      running_.erase(std::find(running_.begin(), running_.end(), r));
+    } else {
+      waiting_.erase(std::find(waiting_.begin(), waiting_.end(), r));
+    }
+    finish_request(*r, FinishReason::kCancelled, "cancelled", now_s);
+    retire(*r);
   }
-  finish_request(*r, FinishReason::kCancelled, "cancelled", now_s);
-  retire(*r);
   return true;
 }
 
@@ -143,43 +163,80 @@ void Scheduler::preempt(Request& victim, SchedulerOutput& out) {
 }
 
 void Scheduler::schedule_running(SchedulerOutput& out, int& budget, double now_s) {
-  for (size_t i = 0; i < running_.size() && budget > 0;) {
-    Request& r = *running_[i];
-    const int rest = r.seq.num_tokens() - r.seq.num_computed_tokens;
-    const int n = std::min(rest, budget);
-    // Drafts ride along when the run reaches the last token, as far as the budget allows;
-    // they are optional work, so they go when their blocks are not free.
-    int k = n == rest ? std::min(int(r.draft.tokens.size()), budget - n) : 0;
-    if (k > 0 && !kv_.can_append(r.seq, n, k)) k = 0;
-    r.draft.tokens.resize(std::size_t(k));
-    if (!r.draft.q.empty()) r.draft.q.resize(std::size_t(k));
-    // Make room: preempt from the back (newest first) until r's blocks fit or r is the back.
-    while (!kv_.can_append(r.seq, n) && running_.back() != &r) preempt(*running_.back(), out);
-    if (!kv_.can_append(r.seq, n)) {
-      // r is now the newest running request. Either it yields to the older ones before it
-      // (which ends the loop), or it runs alone with the whole pool and still does not fit.
-      if (running_.size() > 1) {
-        preempt(r, out);
-      } else {
-        running_.pop_back();
-        finish_request(r, FinishReason::kLength, capacity_detail(), now_s);
-        retire(r);
+  // Running requests in order; a request's parallel samples (contiguous) are one unit that
+  // gets its rows, keeps its place or is preempted as a whole.
+  for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+    const std::size_t size = running_members(*running_[i]).size();
+    const std::vector<Request*> unit(running_.begin() + std::ptrdiff_t(i),
+                                     running_.begin() + std::ptrdiff_t(i + size));
+    // Rows: each sample as many of its tokens as the budget allows; drafts ride along when
+    // the run reaches the last token.
+    std::vector<int> n(size), k(size);
+    for (std::size_t m = 0, left = std::size_t(budget); m < size; ++m) {
+      const Request& r = *unit[m];
+      const int rest = r.seq.num_tokens() - r.seq.num_computed_tokens;
+      n[m] = std::min(rest, int(left));
+      k[m] = n[m] == rest ? std::min(int(r.draft.tokens.size()), int(left) - n[m]) : 0;
+      left -= std::size_t(n[m] + k[m]);
+    }
+    // Blocks for the tokens (not the drafts: they never cost a preemption), summed over the
+    // samples on today's sharing — an upper bound, as a sample's copy-on-write makes the next
+    // one the sole owner.
+    const auto blocks_needed = [&](std::size_t from) {
+      int blocks = 0;
+      for (std::size_t m = from; m < size; ++m) {
+        if (n[m] > 0) blocks += kv_.num_blocks_to_append(unit[m]->seq, n[m]);
       }
+      return blocks;
+    };
+    const auto fits = [&] { return blocks_needed(0) <= kv_.pool().num_free_blocks(); };
+    // Make room: preempt from the back (newest first; a group as one) until the unit fits or
+    // is the back.
+    while (!fits() && !same_group(*running_.back(), *unit[0])) preempt_group(*running_.back(), out);
+    const bool alone = !fits();
+    // The unit is now the newest. Either it yields to the older ones before it (which ends
+    // the loop), or it runs alone with the whole pool: a sample that still does not fit stops
+    // growing here (finish reason kLength, "KV cache capacity").
+    if (alone && running_.size() > size) {
+      preempt_group(*unit[0], out);
       return;
     }
-    // Draft slots are reserved but not cached until verification (KVCacheManager).
-    std::vector<BlockCopy> copies = kv_.append_slots(r.seq, n, k);
-    out.block_copies.insert(out.block_copies.end(), copies.begin(), copies.end());
-    out.add(r, kv_.block_table(r.id()), r.seq.num_computed_tokens, n, k);
-    budget -= n + k;
-    ++i;
+    for (std::size_t m = 0; m < size; ++m) {
+      Request& r = *unit[m];
+      if (n[m] == 0) continue;
+      if (alone && !kv_.can_append(r.seq, n[m])) {
+        running_.erase(std::find(running_.begin(), running_.end(), &r));
+        finish_request(r, FinishReason::kLength, capacity_detail(), now_s);
+        retire(r);
+        continue;
+      }
+      // Drafts only where their blocks leave room for the samples after this one.
+      const int room = kv_.pool().num_free_blocks() - blocks_needed(m + 1);
+      if (k[m] > 0 && kv_.num_blocks_to_append(r.seq, n[m], k[m]) > room) k[m] = 0;
+      r.draft.tokens.resize(std::size_t(k[m]));
+      if (!r.draft.q.empty()) r.draft.q.resize(std::size_t(k[m]));
+      // Draft slots are reserved but not cached until verification (KVCacheManager).
+      const std::vector<BlockCopy> copies = kv_.append_slots(r.seq, n[m], k[m]);
+      out.block_copies.insert(out.block_copies.end(), copies.begin(), copies.end());
+      out.add(r, kv_.block_table(r.id()), r.seq.num_computed_tokens, n[m], k[m]);
+      fork_if_prefilled(r, out);
+      budget -= n[m] + k[m];
+    }
+    if (alone) return;
+    i += size;
   }
 }
 
 void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget, double now_s) {
-  while (!waiting_.empty() && budget > 0 &&
-         static_cast<int>(running_.size()) < config_.max_num_seqs) {
+  while (!waiting_.empty() && budget > 0 && num_seats() < config_.max_num_seqs) {
     Request& r = *waiting_.front();
+    if (members_of(r).size() > 1) {  // samples forked earlier, preempted together
+      if (!admit_group(r, out, budget, now_s)) break;
+      continue;
+    }
+    const auto group = groups_.find(r.id());
+    const int seats = group != groups_.end() && !group->second.forked ? r.n : 1;
+    if (num_seats() + seats > config_.max_num_seqs) break;  // room for its samples too
     const int cached = kv_.num_cached_tokens(r.seq);
     const int rest = r.seq.num_tokens() - cached;
     // BEGIN EXERCISE ch04.2 "Chunked prefill: admit what the token budget allows" points=15 minutes=25
@@ -208,6 +265,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget, double now_s
     waiting_.pop_front();
     running_.push_back(&r);
     out.add(r, kv_.block_table(r.id()), r.seq.num_computed_tokens, n);
+    fork_if_prefilled(r, out);
     budget -= n;
   }
 }
@@ -223,6 +281,7 @@ SchedulerOutput Scheduler::schedule(double now_s) {
   // After a preemption, admitting new work would only feed the next preemption (vLLM's
   // rule) — unless nothing at all could be scheduled.
   if (out.preempted_ids.empty() || out.empty()) schedule_waiting(out, budget, now_s);
+  place_forks();
   step_in_flight_ = true;
   if (!out.empty()) {
     ++stats_.num_steps;
@@ -257,9 +316,14 @@ std::vector<int64_t> Scheduler::update(const SchedulerOutput& output,
     const ScheduledSequence& s = output.seqs[i];
     if (s.num_draft_tokens > 0) {
       accepted[i] = accepted_drafts(s, sampled.data() + k);
-    } else if (s.sample && sampled[k] < 0) {
-      throw InvalidArgument("Scheduler::update: sampled token " + std::to_string(sampled[k]) +
-                            " of request " + std::to_string(s.seq_id) + " is negative");
+    } else {
+      for (int j = 0; j < s.num_sampled_tokens(); ++j) {
+        if (sampled[k + std::size_t(j)] < 0) {
+          throw InvalidArgument("Scheduler::update: sampled token " +
+                                std::to_string(sampled[k + std::size_t(j)]) + " of request " +
+                                std::to_string(s.seq_id) + " is negative");
+        }
+      }
     }
     k += std::size_t(s.num_sampled_tokens());
   }
@@ -285,6 +349,13 @@ std::vector<int64_t> Scheduler::update(const SchedulerOutput& output,
     bool finished = false;
     for (int j = 0; j <= accepted[i] && !finished; ++j) {
       finished = append_token(r, entries[j], now_s, config_.max_model_len, detokenize_);
+    }
+    // Samples forked in this step: their first token, drawn from the same row.
+    for (std::size_t f = 0; f < s.forks.size(); ++f) {
+      Request& child = *live_.at(s.forks[f]->id());
+      if (append_token(child, entries[1 + f], now_s, config_.max_model_len, detokenize_)) {
+        done.push_back(child.id());
+      }
     }
     if (finished) {
       done.push_back(r.id());  // its blocks are freed below, drafts or not
@@ -335,6 +406,8 @@ void Scheduler::propose_drafts(Drafter& drafter) {
   for (Request* r : running_) {
     if (r->num_speculative_tokens == 0 || !r->draft.tokens.empty()) continue;
     if (r->seq.num_computed_tokens != r->seq.num_tokens() - 1) continue;  // still prefilling
+    const auto group = groups_.find(r->id());
+    if (group != groups_.end() && !group->second.forked) continue;  // its samples fork first
     const int left = r->max_tokens - r->num_output_tokens();
     const int gamma = std::min({r->num_speculative_tokens, left - 1,
                                 config_.max_model_len - 1 - r->seq.num_tokens()});
@@ -398,8 +471,17 @@ std::string Scheduler::check_invariants() const {
            std::to_string(waiting_.size()) + " waiting + " + std::to_string(running_.size()) +
            " running";
   }
-  if (static_cast<int>(running_.size()) > config_.max_num_seqs) {
-    return name + std::to_string(running_.size()) + " running > max_num_seqs";
+  if (num_seats() > config_.max_num_seqs) {
+    return name + std::to_string(num_seats()) + " running sequences (samples to fork included) > " +
+           "max_num_seqs";
+  }
+  for (std::size_t i = 1; i < running_.size(); ++i) {  // a group's samples stay together
+    if (!same_group(*running_[i - 1], *running_[i]) &&
+        std::any_of(running_.begin() + std::ptrdiff_t(i), running_.end(),
+                    [&](const Request* r) { return same_group(*r, *running_[i - 1]); })) {
+      return name + "the samples of request " + std::to_string(running_[i - 1]->group_id()) +
+             " are not together in the running list";
+    }
   }
   if (kv_.num_sequences() != static_cast<int>(running_.size())) {
     return name + "the KV manager has " + std::to_string(kv_.num_sequences()) +

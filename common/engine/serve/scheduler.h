@@ -39,6 +39,14 @@
 ///     a preemption: when their blocks are not free the request runs without them. `update`
 ///     keeps the accepted drafts, appends the token after them and rolls the rejected rows'
 ///     slots back through the block manager (`KVCacheManager::accept_drafts`).
+///  6. Parallel sampling (chapter 7): a request with n > 1 runs as a group. It is admitted
+///     only with room for all n sequences under max_num_seqs; when its prompt is done, the
+///     step forks n − 1 samples from it (`KVCacheManager::fork`: its blocks shared, the
+///     partial last one copied on first write), whose first tokens come from the same row
+///     with their own seeds. The group is preempted as one (the newest group first), and
+///     handed out by `take_finished` when its last sample finishes (each sample's blocks are
+///     freed when it finishes). A group preempted by recomputation is admitted again as one:
+///     every sample at once, with room for all of them.
 ///
 /// Contract with the executor (from `KVCacheManager`): every slot in a `SchedulerOutput` is
 /// written by the forward pass of that output, each layer's new K/V before that layer's
@@ -131,9 +139,9 @@ class Scheduler {
   /// with q rows that do not match its tokens, or a token outside the drafter's vocabulary.
   void propose_drafts(Drafter& drafter);
 
-  /// \brief Cancels a waiting or running request (finish reason kCancelled, blocks freed).
-  /// During a step (between schedule and update) it takes effect in `update`. Returns false
-  /// when the id is unknown or already finished.
+  /// \brief Cancels a waiting or running request (finish reason kCancelled, blocks freed),
+  /// with all its parallel samples. During a step (between schedule and update) it takes
+  /// effect in `update`. Returns false when the id is unknown or already finished.
   bool cancel(int64_t id, double now_s = 0);
 
   /// \brief Whether any request is waiting or running.
@@ -166,6 +174,22 @@ class Scheduler {
   void schedule_running(SchedulerOutput& out, int& budget, double now_s);
   void schedule_waiting(SchedulerOutput& out, int& budget, double now_s);
   void preempt(Request& victim, SchedulerOutput& out);
+  /// Parallel sampling (scheduler_groups.cpp): the live samples of r's group (r alone when it
+  /// has none), in sample order.
+  std::vector<Request*> members_of(const Request& r) const;
+  /// Its group's running samples (contiguous in running_).
+  std::vector<Request*> running_members(const Request& r) const;
+  static bool same_group(const Request& a, const Request& b) { return a.group_id() == b.group_id(); }
+  /// Running sequences plus the samples running requests will fork (admission counts both).
+  int num_seats() const;
+  /// Preempts r's whole group (its running samples, the back of running_).
+  void preempt_group(Request& r, SchedulerOutput& out);
+  /// Admits the waiting samples of r's group together, or none; false when they must wait.
+  bool admit_group(Request& r, SchedulerOutput& out, int& budget, double now_s);
+  /// Forks r's samples when the step just planned finishes its prompt.
+  void fork_if_prefilled(Request& r, SchedulerOutput& out);
+  /// Puts the samples forked in this step right after their parents in running_.
+  void place_forks();
   /// Checks the sampled entries of a verification (drafts kept, one token, -1 padding);
   /// returns how many drafts were accepted.
   static int accepted_drafts(const ScheduledSequence& s, const int* entries);
@@ -183,6 +207,15 @@ class Scheduler {
   std::vector<Request*> running_;  ///< admission order: the back is the preemption victim
   std::vector<Request> finished_;  ///< finished since the last take_finished()
   std::vector<int64_t> cancel_pending_;  ///< cancelled during a step, finished in update()
+  /// Parallel sampling: one per request with n > 1 until its last sample finishes.
+  struct Group {
+    int n = 1;                  ///< samples
+    bool forked = false;        ///< the samples exist (the prompt was done)
+    int live = 1;               ///< samples waiting or running
+    std::vector<Request> done;  ///< finished samples, handed out with the last one
+  };
+  std::unordered_map<int64_t, Group> groups_;  ///< by the request's id
+  std::vector<std::pair<Request*, std::vector<Request*>>> forked_;  ///< this step's forks
   bool step_in_flight_ = false;
   SchedulerStats stats_;
 };

@@ -31,6 +31,10 @@
 /// So the executor returns one entry per sampled token slot — `ScheduledSequence::
 /// num_sampled_tokens()` of them per sequence, in order: for a verification, the n accepted
 /// drafts, the token after them (a correction or the bonus), then k − n entries of -1.
+///
+/// Parallel sampling (chapter 7): when a request with n samples finishes its prompt, the
+/// step forks the other n − 1 (`ScheduledSequence::forks`); its last row then gives n entries,
+/// its own token and one per fork, each drawn with that sample's seed at the same position.
 
 #include <cstdint>
 #include <vector>
@@ -60,14 +64,18 @@ struct ScheduledSequence {
   /// \brief Speculative decoding: the last `num_draft_tokens` rows are draft tokens (the
   /// request's `draft.tokens`) to verify; every one of the 1 + k last rows needs logits.
   int num_draft_tokens = 0;
+  /// \brief Parallel sampling: the samples forked from this request in this step, whose first
+  /// tokens come from the same last row, each drawn with its own seed (valid until `update`).
+  std::vector<const Request*> forks;
 
   /// \brief Position after the run: where the sampled token goes when `sample` (with drafts:
   /// the position after the last draft, where the bonus token goes when all are accepted).
   int end_pos() const { return start_pos + num_tokens; }
   /// \brief Rows whose logits the pass needs: 1 + num_draft_tokens when it samples, else 0.
   int num_logit_rows() const { return sample ? 1 + num_draft_tokens : 0; }
-  /// \brief Entries of the executor's result that belong to it (see the file comment).
-  int num_sampled_tokens() const { return num_logit_rows(); }
+  /// \brief Entries of the executor's result that belong to it (see the file comment): its
+  /// logit rows' tokens, then one per fork.
+  int num_sampled_tokens() const { return num_logit_rows() + static_cast<int>(forks.size()); }
   /// \brief Position of the token its first logit row samples (its first draft's position).
   int first_sample_pos() const { return end_pos() - num_draft_tokens; }
 };
