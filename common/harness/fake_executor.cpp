@@ -1,5 +1,6 @@
 #include "common/harness/fake_executor.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -63,6 +64,18 @@ std::vector<int> FakeExecutor::execute(const engine::SchedulerOutput& out) {
     return kv_[size_t(slot)];
   };
 
+  // 0. Swaps (chapter 7): device blocks to the host pool, then back, before anything else.
+  const auto block = [&](std::vector<KVSlot>& pool, int b) { return pool.begin() + std::ptrdiff_t(b) * block_size_; };
+  for (const engine::BlockSwap& sw : out.blocks_to_swap_out) {
+    if (host_.size() < std::size_t(sw.host + 1) * std::size_t(block_size_)) {
+      host_.resize(std::size_t(sw.host + 1) * std::size_t(block_size_));
+    }
+    std::copy(block(kv_, sw.device), block(kv_, sw.device + 1), block(host_, sw.host));
+  }
+  for (const engine::BlockSwap& sw : out.blocks_to_swap_in) {
+    std::copy(block(host_, sw.host), block(host_, sw.host + 1), block(kv_, sw.device));
+    std::fill(block(host_, sw.host), block(host_, sw.host + 1), KVSlot{});  // a stale copy must not be read again
+  }
   // 1. Copy-on-write copies, before anything is written.
   for (const engine::BlockCopy& c : out.block_copies) {
     for (int i = 0; i < block_size_; ++i) {

@@ -8,6 +8,7 @@
 
 #include "ch01/engine_test_support.h"
 #include "ch07/stack_test_support.h"
+#include "common/engine/model/host_kv_pool.h"
 #include "common/engine/serve/draft_model_drafter.h"
 #include "common/engine/serve/drafter.h"
 #include "common/engine/serve/engine_executor.h"
@@ -98,6 +99,47 @@ TEST(Ch07Examples, DraftModelDrafter) {
   EXPECT_GT(drafter.stats().passes, 0);        // batched: all requests in each draft pass
   EXPECT_EQ(drafter.kv().num_sequences(), 0);  // finished requests' draft KV is freed
   //! [DraftModelDrafter]
+}
+
+TEST(Ch07Examples, HostBlockPool) {
+  //! [HostBlockPool]
+  // A KV manager with 8 device blocks of 4 tokens and a host pool of 4 blocks.
+  KVCacheManager kv(8, 4, /*enable_prefix_caching=*/false, &xxh3_block_hash, /*host=*/4);
+  Sequence seq;
+  seq.seq_id = 7;
+  seq.token_ids = {1, 2, 3, 4, 5};
+  kv.allocate(seq);                                 // device blocks 0, 1
+  const std::vector<BlockSwap> out = kv.swap_out({7});  // preempted by swapping
+  EXPECT_EQ(out, (std::vector<BlockSwap>{{0, 0}, {1, 1}}));  // device → host, per block
+  EXPECT_EQ(kv.host_pool().num_free_blocks(), 2);
+  EXPECT_EQ(kv.pool().num_free_blocks(), 8);        // the device blocks are free for others
+  const std::vector<BlockSwap> in = kv.swap_in({&seq});  // later: back to fresh device blocks
+  EXPECT_EQ(in.size(), 2u);                         // host → device copies for the executor
+  EXPECT_EQ(kv.block_table(7).num_tokens(), 5);     // nothing to recompute
+  EXPECT_EQ(kv.host_pool().num_free_blocks(), 4);
+  //! [HostBlockPool]
+}
+
+TEST(Ch07Examples, HostKVPool) {
+  NANOSERVE_REQUIRE_DEVICE();
+  const Model host_model = testing::micro_model(3);
+  //! [HostKVPool]
+  PagedKVCache cache(host_model.config, DType::kF32, /*num_blocks=*/4, /*block_size=*/2);
+  HostKVPool host(cache, /*num_blocks=*/2);  // pinned, the same block layout
+  EXPECT_EQ(host.bytes(), 2 * cache.block_bytes() * 2 * host_model.config.n_layers);
+  std::vector<float> keys(std::size_t(cache.block_bytes()) / sizeof(float));
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = float(i);
+  for (int layer = 0; layer < host_model.config.n_layers; ++layer) {  // KV in block 3
+    for (bool values : {false, true}) {
+      CUDA_CHECK(cudaMemcpy(cache.block_data(layer, 3, values), keys.data(),
+                            std::size_t(cache.block_bytes()), cudaMemcpyHostToDevice));
+    }
+  }
+  host.swap_out(cache, {{/*device=*/3, /*host=*/1}}, /*stream=*/0);  // before the pass
+  host.swap_in(cache, {{/*device=*/0, /*host=*/1}}, 0);              // block 3's KV in block 0
+  CUDA_CHECK(cudaStreamSynchronize(0));
+  EXPECT_EQ(cache.to_host({0}, 0, 2, false), keys);
+  //! [HostKVPool]
 }
 
 }  // namespace

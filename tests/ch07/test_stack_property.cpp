@@ -1,9 +1,10 @@
 // Property test of the whole engine's scheduling (chapter 7): hundreds of random scenarios —
 // random configs, arrivals, lengths, shared prefixes and stop tokens, per-request γ (0
 // included) with drafts that are right for a while and then wrong, parallel samples, KV pools
-// small enough to force preemption — driven step by step with the fake model. After every step the
+// small enough to force preemption by recompute or by swapping to a host pool (itself too
+// small now and then) — driven step by step with the fake model. After every step the
 // scheduler's and the block manager's invariants hold and the token budget is kept; at the
-// end every request is finished, no block is leaked, and every request's tokens are exactly
+// end every request is finished, no block (device or host) is leaked, and every request's tokens are exactly
 // what it produces alone (a sample: the request alone with its seed).
 #include <gtest/gtest.h>
 
@@ -39,6 +40,11 @@ Scenario random_scenario(std::uint64_t seed) {
   c.max_num_batched_tokens = d.uniform(1, 48);
   if (!c.enable_chunked_prefill) c.max_num_batched_tokens += c.max_model_len;
   c.enable_prefix_caching = d.chance(60);
+  c.preemption_mode = std::vector<engine::PreemptionMode>{
+      engine::PreemptionMode::kRecompute, engine::PreemptionMode::kSwap,
+      engine::PreemptionMode::kAuto}[std::size_t(d.uniform(0, 2))];
+  c.num_host_blocks = d.uniform(c.preemption_mode == engine::PreemptionMode::kSwap ? 1 : 0,
+                                c.num_kv_blocks + 2);  // too small, now and then
   std::vector<int> system_prompt;
   for (int i = d.uniform(1, 12); i > 0; --i) system_prompt.push_back(d.uniform(1, kVocab - 1));
   const int n = d.uniform(1, 16);
@@ -63,7 +69,7 @@ Scenario random_scenario(std::uint64_t seed) {
 /// What the scenarios exercised, so the test can prove it is not vacuous.
 struct Coverage {
   long long completed = 0, preemptions = 0, drafts = 0, accepted = 0, rejected_rounds = 0,
-            prefix_hits = 0, capacity = 0, samples = 0;
+            prefix_hits = 0, capacity = 0, samples = 0, swaps = 0;
 };
 
 void run_scenario(std::uint64_t seed, Coverage& cov) {
@@ -95,6 +101,8 @@ void run_scenario(std::uint64_t seed, Coverage& cov) {
   }
   for (engine::Request& r : s.take_finished()) finished.push_back(std::move(r));
   EXPECT_EQ(s.kv().pool().num_free_blocks(), c.num_kv_blocks) << "leaked blocks";
+  EXPECT_EQ(s.kv().host_pool().num_free_blocks(), c.num_host_blocks) << "leaked host blocks";
+  cov.swaps += s.stats().num_swap_outs;
   EXPECT_EQ(s.kv().num_sequences(), 0);
   std::size_t expected = 0;  // every sample of every request, or the request alone
   for (const engine::Request& r : finished) expected += r.sample_index == 0;
@@ -143,11 +151,12 @@ TEST(Ch07StackProperty, RandomWorkloadsWithSpeculationAndTinyPoolsReproduceSoloT
   }
   std::printf("coverage: %lld completed, %lld preemptions, %lld drafts verified, %lld accepted, "
               "%lld requests with a rejection, %lld prefix-hit blocks, %lld capacity stops, "
-              "%lld forked samples\n",
+              "%lld forked samples, %lld swap-outs\n",
               cov.completed, cov.preemptions, cov.drafts, cov.accepted, cov.rejected_rounds,
-              cov.prefix_hits, cov.capacity, cov.samples);
+              cov.prefix_hits, cov.capacity, cov.samples, cov.swaps);
   for (long long n : {cov.completed, cov.preemptions, cov.drafts, cov.accepted,
-                      cov.rejected_rounds, cov.prefix_hits, cov.capacity, cov.samples}) {
+                      cov.rejected_rounds, cov.prefix_hits, cov.capacity, cov.samples,
+                      cov.swaps}) {
     EXPECT_GT(n, 20) << "a rule the scenarios should exercise was barely reached";
   }
   EXPECT_LT(cov.accepted, cov.drafts) << "the fake drafter should be wrong sometimes";

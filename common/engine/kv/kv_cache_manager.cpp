@@ -14,8 +14,8 @@ std::string seq_name(int64_t seq_id) { return "sequence " + std::to_string(seq_i
 }  // namespace
 
 KVCacheManager::KVCacheManager(int num_blocks, int block_size, bool enable_prefix_caching,
-                               BlockHashFn hash_fn)
-    : pool_(num_blocks, block_size, enable_prefix_caching, hash_fn) {}
+                               BlockHashFn hash_fn, int num_host_blocks)
+    : pool_(num_blocks, block_size, enable_prefix_caching, hash_fn), host_(num_host_blocks) {}
 
 const BlockTable& KVCacheManager::table_of(int64_t seq_id, const char* caller) const {
   auto it = tables_.find(seq_id);
@@ -251,6 +251,11 @@ void KVCacheManager::rollback(int64_t seq_id, int num_tokens) {
 }
 
 void KVCacheManager::free(int64_t seq_id) {
+  if (auto swapped = swapped_.find(seq_id); swapped != swapped_.end()) {
+    for (int h : swapped->second.block_ids_) host_.free(h);
+    swapped_.erase(swapped);
+    return;
+  }
   const BlockTable& table = table_of(seq_id, "free");
   pool_.free_blocks(std::vector<int>(table.block_ids_.rbegin(), table.block_ids_.rend()));
   tables_.erase(seq_id);

@@ -39,6 +39,7 @@ EngineExecutorOptions engine_executor_options_for(const SchedulerConfig& config,
   o.max_seq_len = config.max_model_len;
   o.num_kv_blocks = config.num_kv_blocks;
   o.block_size = config.block_size;
+  o.num_host_blocks = config.num_host_blocks;
   return o;
 }
 
@@ -56,9 +57,31 @@ EngineExecutor::EngineExecutor(const DeviceModel& model, EngineExecutorOptions o
   cache_ = std::make_unique<PagedKVCache>(
       model_.config(), options_.kv_dtype.value_or(runner_.activation_dtype()),
       options_.num_kv_blocks, options_.block_size, options_.max_seq_len);
+  if (options_.num_host_blocks < 0) {
+    throw InvalidArgument("EngineExecutor: num_host_blocks = " +
+                          std::to_string(options_.num_host_blocks) + " must be >= 0");
+  }
+  if (options_.num_host_blocks > 0) {
+    host_ = std::make_unique<HostKVPool>(*cache_, options_.num_host_blocks);
+  }
 }
 
 std::vector<int> EngineExecutor::execute(const SchedulerOutput& output) {
+  // Swaps first, on the pass's stream: out before in, both before anything writes a block.
+  if (!output.blocks_to_swap_out.empty() || !output.blocks_to_swap_in.empty()) {
+    if (!host_) {
+      throw InvalidArgument("EngineExecutor: the step swaps blocks but the executor has no host "
+                            "pool (num_host_blocks = 0)");
+    }
+    host_->swap_out(*cache_, output.blocks_to_swap_out, 0);
+    host_->swap_in(*cache_, output.blocks_to_swap_in, 0);
+    stats_.blocks_swapped_out += static_cast<long long>(output.blocks_to_swap_out.size());
+    stats_.blocks_swapped_in += static_cast<long long>(output.blocks_to_swap_in.size());
+  }
+  if (output.seqs.empty()) {  // a step that only swapped
+    CUDA_CHECK(cudaStreamSynchronize(0));
+    return {};
+  }
   // Where each sequence's entries go in the result, in output order.
   std::vector<std::size_t> offsets;
   std::size_t total = 0;

@@ -8,7 +8,8 @@
 ///
 ///     SchedulerOutput                         one ForwardBatch, chunks reordered:
 ///     ───────────────                         ┌ plain sampling sequences  → device sampler
-///     swap-out, swap-in, block copies    ──►  │ (their last rows: logit rows 0 .. m-1)
+///     swap-out, swap-in (host pool),     ──►  │ (their last rows: logit rows 0 .. m-1)
+///     block copies
 ///     seq 4: prefill chunk               ──►  ├ sequences that do not sample (no logits)
 ///     seq 2: decode              (plain) ──►  └ verifications and forks   → host: their
 ///     seq 7: last token + 3 drafts       ──►    1 + k logit rows downloaded, the rejection
@@ -31,6 +32,7 @@
 
 #include "common/engine/model/device_model.h"
 #include "common/engine/model/device_sampler.h"
+#include "common/engine/model/host_kv_pool.h"
 #include "common/engine/model/model_runner.h"
 #include "common/engine/model/paged_kv_cache.h"
 #include "common/engine/serve/executor.h"
@@ -52,6 +54,7 @@ struct EngineExecutorOptions {
   int max_seq_len = 0;       ///< most positions per sequence; 0 = the model's context
   int num_kv_blocks = 1024;  ///< blocks of the scheduler's pool
   int block_size = 16;       ///< positions per block
+  int num_host_blocks = 0;   ///< blocks of the pinned host pool swapped-out KV waits in
   std::optional<DType> activation_dtype;  ///< activations; unset = the model's storage type
   std::optional<DType> kv_dtype;          ///< KV cache; unset = the activation type
   /// \brief Sample plain sequences on the device (only token ids cross to the host); off:
@@ -75,6 +78,8 @@ struct EngineExecutorStats {
   long long draft_rows = 0;     ///< draft rows verified
   long long logit_rows = 0;     ///< rows whose logits were computed
   long long host_logit_rows = 0;  ///< of those, downloaded for verification or forks
+  long long blocks_swapped_out = 0;  ///< device blocks copied to the host pool
+  long long blocks_swapped_in = 0;   ///< host blocks copied back
 };
 
 /// \brief The model's forward over the scheduler's paged KV with everything chapter 7's
@@ -100,6 +105,8 @@ class EngineExecutor final : public Executor {
   const EngineExecutorOptions& options() const { return options_; }
   /// \brief The device KV pools.
   const PagedKVCache& cache() const { return *cache_; }
+  /// \brief The host pool (null without one).
+  const HostKVPool* host_pool() const { return host_.get(); }
   /// \brief The model it runs.
   const DeviceModel& model() const { return model_; }
   /// \brief e.g. "CPU simulator (…) · kernels, fp32 weights, paged KV".
@@ -111,6 +118,7 @@ class EngineExecutor final : public Executor {
   ModelRunner runner_;
   std::unique_ptr<DeviceSampler> sampler_;  // with `device_sampling`
   std::unique_ptr<PagedKVCache> cache_;
+  std::unique_ptr<HostKVPool> host_;  // with num_host_blocks
   ForwardBatch batch_;
   std::vector<float> host_logits_;  // (host logit rows, vocab) of the last pass
   EngineExecutorStats stats_;

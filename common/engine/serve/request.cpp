@@ -12,6 +12,7 @@ const char* to_string(RequestStatus status) {
     case RequestStatus::kWaiting: return "waiting";
     case RequestStatus::kRunning: return "running";
     case RequestStatus::kPreempted: return "preempted";
+    case RequestStatus::kSwapped: return "swapped";
     case RequestStatus::kFinished: return "finished";
   }
   return "?";

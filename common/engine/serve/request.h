@@ -10,7 +10,9 @@
 ///         │             ▲  ▲                  │  │
 ///         │             │  └──── PREEMPTED ◄──┘  └──cancel──────► FINISHED (cancelled)
 ///         │             │        (blocks freed, num_computed_tokens = 0, requeued at the
-///         │             │         front of the waiting queue: it recomputes its KV)
+///         │             │         front of the waiting queue: it recomputes its KV;
+///         │             │         or SWAPPED: its blocks copied to the host pool, queued
+///         │             │         for swap-in, chapter 7)
 ///         └─────────────┴── can never fit ──────────────────────► FINISHED (rejected)
 ///
 /// The rules that end a request are checked after every sampled token, in this order (the
@@ -46,6 +48,7 @@ enum class RequestStatus {
   kWaiting,    ///< queued, holds no KV blocks
   kRunning,    ///< admitted: holds KV blocks and is scheduled at (almost) every step
   kPreempted,  ///< evicted for memory: queued again (at the front), holds no KV blocks
+  kSwapped,    ///< evicted for memory with its KV copied to the host pool (chapter 7)
   kFinished,   ///< done; `finish_reason` says why
 };
 
@@ -59,7 +62,7 @@ enum class FinishReason {
   kRejected,   ///< it can never run (prompt longer than the context or the KV pool)
 };
 
-/// \brief "waiting", "running", "preempted" or "finished".
+/// \brief "waiting", "running", "preempted", "swapped" or "finished".
 const char* to_string(RequestStatus status);
 /// \brief "none", "stop", "length", "cancelled" or "rejected".
 const char* to_string(FinishReason reason);

@@ -29,6 +29,14 @@ void SchedulerConfig::validate() const {
   positive("max_model_len", max_model_len);
   positive("num_kv_blocks", num_kv_blocks);
   positive("block_size", block_size);
+  if (num_host_blocks < 0) {
+    throw InvalidArgument("scheduler config: num_host_blocks = " + std::to_string(num_host_blocks) +
+                          " must be >= 0");
+  }
+  if (preemption_mode == PreemptionMode::kSwap && num_host_blocks == 0) {
+    throw InvalidArgument("scheduler config: preemption_mode swap needs a host pool "
+                          "(num_host_blocks > 0)");
+  }
   if (!enable_chunked_prefill && max_num_batched_tokens < max_model_len) {
     throw InvalidArgument(
         "scheduler config: max_num_batched_tokens = " + std::to_string(max_num_batched_tokens) +
@@ -41,7 +49,8 @@ void SchedulerConfig::validate() const {
 Scheduler::Scheduler(const SchedulerConfig& config, Detokenizer detokenize)
     : config_(validated(config)),
       detokenize_(std::move(detokenize)),
-      kv_(config.num_kv_blocks, config.block_size, config.enable_prefix_caching) {}
+      kv_(config.num_kv_blocks, config.block_size, config.enable_prefix_caching,
+          &xxh3_block_hash, config.num_host_blocks) {}
 
 // ─── requests in and out ───────────────────────────────────────────────────────────────────
 
@@ -88,7 +97,7 @@ void Scheduler::add_request(Request request) {
 }
 
 void Scheduler::retire(Request& r) {
-  if (kv_.contains(r.id())) kv_.free(r.id());
+  if (kv_.contains(r.id()) || kv_.is_swapped(r.id())) kv_.free(r.id());
   ++stats_.num_finished;
   stats_.num_cancelled += r.finish_reason == FinishReason::kCancelled;
   const int64_t id = r.id();
@@ -124,6 +133,8 @@ bool Scheduler::cancel(int64_t id, double now_s) {
   for (Request* r : members_of(*it->second)) {
     if (r->status == RequestStatus::kRunning) {
       running_.erase(std::find(running_.begin(), running_.end(), r));
+    } else if (r->status == RequestStatus::kSwapped) {
+      swapped_.erase(std::find(swapped_.begin(), swapped_.end(), r));
     } else {
       waiting_.erase(std::find(waiting_.begin(), waiting_.end(), r));
     }
@@ -280,7 +291,10 @@ SchedulerOutput Scheduler::schedule(double now_s) {
   schedule_running(out, budget, now_s);
   // After a preemption, admitting new work would only feed the next preemption (vLLM's
   // rule) — unless nothing at all could be scheduled.
-  if (out.preempted_ids.empty() || out.empty()) schedule_waiting(out, budget, now_s);
+  if (out.preempted_ids.empty() || out.empty()) {
+    schedule_swapped(out, budget);
+    if (swapped_.empty()) schedule_waiting(out, budget, now_s);
+  }
   place_forks();
   step_in_flight_ = true;
   if (!out.empty()) {
@@ -448,6 +462,12 @@ std::vector<int64_t> Scheduler::waiting_ids() const {
   return ids;
 }
 
+std::vector<int64_t> Scheduler::swapped_ids() const {
+  std::vector<int64_t> ids;
+  for (const Request* r : swapped_) ids.push_back(r->id());
+  return ids;
+}
+
 std::vector<int64_t> Scheduler::running_ids() const {
   std::vector<int64_t> ids;
   for (const Request* r : running_) ids.push_back(r->id());
@@ -466,10 +486,21 @@ const Request& Scheduler::request(int64_t id) const {
 std::string Scheduler::check_invariants() const {
   if (std::string kv = kv_.check_invariants(); !kv.empty()) return kv;
   const std::string name = "scheduler: ";
-  if (live_.size() != waiting_.size() + running_.size()) {
+  if (live_.size() != waiting_.size() + running_.size() + swapped_.size()) {
     return name + std::to_string(live_.size()) + " live requests but " +
            std::to_string(waiting_.size()) + " waiting + " + std::to_string(running_.size()) +
-           " running";
+           " running + " + std::to_string(swapped_.size()) + " swapped";
+  }
+  if (kv_.num_swapped() != static_cast<int>(swapped_.size())) {
+    return name + "the KV manager has " + std::to_string(kv_.num_swapped()) +
+           " swapped tables for " + std::to_string(swapped_.size()) + " swapped requests";
+  }
+  for (const Request* r : swapped_) {
+    if (r->status != RequestStatus::kSwapped || !kv_.is_swapped(r->id()) ||
+        kv_.swapped_table(r->id()).num_tokens() != r->seq.num_computed_tokens) {
+      return name + "swapped request " + std::to_string(r->id()) + " has status " +
+             to_string(r->status) + " or a host table that does not cover its computed tokens";
+    }
   }
   if (num_seats() > config_.max_num_seqs) {
     return name + std::to_string(num_seats()) + " running sequences (samples to fork included) > " +

@@ -47,6 +47,14 @@
 ///     handed out by `take_finished` when its last sample finishes (each sample's blocks are
 ///     freed when it finishes). A group preempted by recomputation is admitted again as one:
 ///     every sample at once, with room for all of them.
+///  7. Swap preemption (chapter 7): with `PreemptionMode::kSwap` (or kAuto for a group of
+///     samples, vLLM v0's rule) a victim's blocks are copied to the host pool
+///     (`SchedulerOutput::blocks_to_swap_out`, before the pass) instead of dropped, and it
+///     waits in the swapped queue with its num_computed_tokens kept; when the host pool is
+///     full it is recomputed instead. After the running requests, unless this step preempted,
+///     swapped requests come back first, oldest first (`blocks_to_swap_in`), each with room
+///     for its next row; waiting requests are admitted only when none is swapped out (they
+///     arrived later: FCFS across both queues).
 ///
 /// Contract with the executor (from `KVCacheManager`): every slot in a `SchedulerOutput` is
 /// written by the forward pass of that output, each layer's new K/V before that layer's
@@ -66,6 +74,22 @@
 
 namespace nanoserve::engine {
 
+/// \brief How a running request gives its KV blocks back when the pool runs out (chapter 7;
+/// vLLM v0's `preemption_mode`).
+enum class PreemptionMode {
+  kRecompute,  ///< free its blocks; recompute its KV from its tokens when admitted again
+  kSwap,       ///< copy its blocks to the host pool, copy them back later (recompute when
+               ///< the host pool is full)
+  /// \brief vLLM v0's default: swap a request with several running samples (recomputing
+  /// them would prefill each sample), recompute a single sequence (cheap, no host copy).
+  kAuto,
+};
+
+/// \brief "recompute", "swap" or "auto".
+const char* to_string(PreemptionMode mode);
+/// \brief Parses "recompute", "swap" or "auto"; throws `InvalidArgument` naming the text.
+PreemptionMode parse_preemption_mode(const std::string& text);
+
 /// \brief Limits of a `Scheduler` and the KV pool it manages.
 ///
 /// \par Example
@@ -78,9 +102,13 @@ struct SchedulerConfig {
   int num_kv_blocks = 1024;          ///< physical blocks in the KV pool
   int block_size = 16;               ///< tokens per block
   bool enable_prefix_caching = true;  ///< reuse cached full blocks across requests
+  /// \brief Recompute (chapter 4) or swap preempted requests (chapter 7, rule 7).
+  PreemptionMode preemption_mode = PreemptionMode::kRecompute;
+  int num_host_blocks = 0;  ///< blocks of the host pool swapped-out KV waits in
 
-  /// \brief Throws `InvalidArgument` naming the field for non-positive sizes, and when
-  /// chunked prefill is off but max_num_batched_tokens < max_model_len (rule 3).
+  /// \brief Throws `InvalidArgument` naming the field for non-positive sizes, a negative host
+  /// pool, swap preemption without one, and when chunked prefill is off but
+  /// max_num_batched_tokens < max_model_len (rule 3).
   void validate() const;
 };
 
@@ -95,6 +123,8 @@ struct SchedulerStats {
   long long num_cancelled = 0;    ///< requests cancelled
   long long num_finished = 0;     ///< requests finished (any reason)
   long long num_scheduled_tokens = 0;  ///< rows computed, summed over steps
+  long long num_swap_outs = 0;         ///< preemptions by swapping (of a request each)
+  long long num_swap_ins = 0;          ///< requests swapped back in
   long long num_draft_tokens = 0;      ///< draft rows verified (speculative decoding)
   long long num_accepted_tokens = 0;   ///< of those, accepted by the rejection rule
 };
@@ -145,7 +175,13 @@ class Scheduler {
   bool cancel(int64_t id, double now_s = 0);
 
   /// \brief Whether any request is waiting or running.
-  bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
+  bool has_unfinished() const {
+    return !waiting_.empty() || !running_.empty() || !swapped_.empty();
+  }
+  /// \brief Requests swapped out to the host pool.
+  int num_swapped() const { return static_cast<int>(swapped_.size()); }
+  /// \brief Ids of the swapped queue, front (next to come back) first.
+  std::vector<int64_t> swapped_ids() const;
   /// \brief Requests in the waiting queue (preempted ones included).
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
   /// \brief Requests admitted and holding KV blocks.
@@ -173,6 +209,11 @@ class Scheduler {
  private:
   void schedule_running(SchedulerOutput& out, int& budget, double now_s);
   void schedule_waiting(SchedulerOutput& out, int& budget, double now_s);
+  /// Swap preemption (scheduler_swap.cpp): swaps r's group out, or returns false when the
+  /// mode or the host pool says recompute.
+  bool swap_out_group(Request& r, SchedulerOutput& out);
+  /// Brings swapped requests back, oldest first, while seats and blocks allow.
+  void schedule_swapped(SchedulerOutput& out, int& budget);
   void preempt(Request& victim, SchedulerOutput& out);
   /// Parallel sampling (scheduler_groups.cpp): the live samples of r's group (r alone when it
   /// has none), in sample order.
@@ -204,6 +245,7 @@ class Scheduler {
   KVCacheManager kv_;
   std::unordered_map<int64_t, std::unique_ptr<Request>> live_;  ///< waiting + running, by id
   std::deque<Request*> waiting_;   ///< FCFS; preempted requests are pushed at the front
+  std::deque<Request*> swapped_;   ///< swapped out, oldest first (a group's samples together)
   std::vector<Request*> running_;  ///< admission order: the back is the preemption victim
   std::vector<Request> finished_;  ///< finished since the last take_finished()
   std::vector<int64_t> cancel_pending_;  ///< cancelled during a step, finished in update()

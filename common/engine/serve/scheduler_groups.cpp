@@ -47,6 +47,7 @@ int Scheduler::num_seats() const {
 }
 
 void Scheduler::preempt_group(Request& r, SchedulerOutput& out) {
+  if (swap_out_group(r, out)) return;  // the mode and the host pool allow a swap
   const std::vector<Request*> members = running_members(r);
   // The group is the back of running_ (samples stay together); preempt() pops the back, so
   // the samples go newest first and the request itself lands at the front of the queue.
@@ -106,6 +107,10 @@ bool Scheduler::admit_group(Request& r, SchedulerOutput& out, int& budget, doubl
 void Scheduler::fork_if_prefilled(Request& r, SchedulerOutput& out) {
   auto g = groups_.find(r.id());
   if (g == groups_.end() || g->second.forked || !out.seqs.back().sample) return;
+  if (out.seqs.back().end_pos() != r.prompt_len) {  // every path that schedules rows forks
+    throw std::logic_error("Scheduler: request " + std::to_string(r.id()) +
+                           " samples past its prompt without having forked its samples");
+  }
   Group& group = g->second;
   group.forked = true;
   std::vector<Request*> samples;

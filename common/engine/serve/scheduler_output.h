@@ -91,6 +91,10 @@ struct SchedulerOutput {
   std::vector<int> input_ids;         ///< (T) the token of every row
   std::vector<int> positions;         ///< (T) each row's position in its sequence
   std::vector<int64_t> slot_mapping;  ///< (T) each row's KV slot, block_id*block_size+offset
+  /// \brief Swap preemption (chapter 7): blocks to copy device → host first, then host →
+  /// device, both before the block copies and the pass.
+  std::vector<BlockSwap> blocks_to_swap_out;
+  std::vector<BlockSwap> blocks_to_swap_in;  ///< see `blocks_to_swap_out`
   std::vector<BlockCopy> block_copies;  ///< copy-on-write copies to perform before the pass
   std::vector<int64_t> preempted_ids;   ///< requests preempted while this step was planned
   /// \brief Rows a static batch computes for nothing (padding, finished members' rows): not
@@ -122,7 +126,7 @@ struct SchedulerOutput {
     for (const ScheduledSequence& s : seqs) n += s.num_draft_tokens;
     return n;
   }
-  /// \brief Whether nothing was scheduled.
+  /// \brief Whether nothing was scheduled (a step may still swap blocks out).
   bool empty() const { return seqs.empty(); }
 
   /// \brief Appends `num_tokens` rows of `request` starting at `start_pos`, with slots from

@@ -46,7 +46,9 @@ ServingRun run_continuous(std::vector<Request> workload, const SchedulerConfig& 
     sample.num_draft_rows = out.num_draft_rows();
     sample.kv_blocks_used = scheduler.kv().pool().num_used_blocks();
     sample.num_preempted = static_cast<int>(out.preempted_ids.size());
-    if (out.empty()) {
+    sample.host_blocks_used = scheduler.kv().metrics().host_blocks_in_use;
+    const bool swaps = !out.blocks_to_swap_out.empty() || !out.blocks_to_swap_in.empty();
+    if (out.empty() && !swaps) {
       scheduler.update(out, {}, clock.now());
       if (out.preempted_ids.empty() && scheduler.stats().num_finished == finished_before) {
         throw std::logic_error("run_continuous: the scheduler scheduled nothing with " +
@@ -64,6 +66,8 @@ ServingRun run_continuous(std::vector<Request> workload, const SchedulerConfig& 
     if (drafter != nullptr) scheduler.propose_drafts(*drafter);
   }
   run.num_preemptions = scheduler.stats().num_preemptions;
+  run.num_swap_outs = scheduler.stats().num_swap_outs;
+  run.num_swap_ins = scheduler.stats().num_swap_ins;
   run.num_draft_tokens = scheduler.stats().num_draft_tokens;
   run.num_accepted_tokens = scheduler.stats().num_accepted_tokens;
   run.kv = scheduler.kv().metrics();

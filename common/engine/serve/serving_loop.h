@@ -37,6 +37,7 @@ struct StepSample {
   int num_wasted_rows = 0;     ///< padding / idle rows computed (static batching)
   int kv_blocks_used = 0;      ///< blocks with ref_cnt > 0 during the pass
   int num_preempted = 0;       ///< requests preempted while planning the pass
+  int host_blocks_used = 0;    ///< host-pool blocks holding swapped-out KV (chapter 7)
 };
 
 /// \brief Where the rows of a static batch went (chapter 3). All zero for continuous runs.
@@ -65,6 +66,8 @@ struct ServingRun {
   double start_s = 0;              ///< clock time the run started (arrival times are offsets)
   double end_s = 0;                ///< clock time the last request finished
   long long num_preemptions = 0;   ///< preemptions over the run
+  long long num_swap_outs = 0;        ///< preemptions by swapping (chapter 7)
+  long long num_swap_ins = 0;         ///< requests swapped back in
   long long num_draft_tokens = 0;     ///< draft rows verified (speculative decoding)
   long long num_accepted_tokens = 0;  ///< of those, accepted
   int num_kv_blocks = 0;           ///< size of the KV pool
