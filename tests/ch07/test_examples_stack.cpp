@@ -9,6 +9,7 @@
 #include "ch01/engine_test_support.h"
 #include "ch07/stack_test_support.h"
 #include "common/engine/model/host_kv_pool.h"
+#include "common/engine/model/serving_weights.h"
 #include "common/engine/serve/draft_model_drafter.h"
 #include "common/engine/serve/drafter.h"
 #include "common/engine/serve/engine_executor.h"
@@ -140,6 +141,28 @@ TEST(Ch07Examples, HostKVPool) {
   CUDA_CHECK(cudaStreamSynchronize(0));
   EXPECT_EQ(cache.to_host({0}, 0, 2, false), keys);
   //! [HostKVPool]
+}
+
+TEST(Ch07Examples, ServingWeights) {
+  NANOSERVE_REQUIRE_DEVICE();
+  const Model model = testing::micro_model(5);  // fp32 host weights, e.g. stories260K
+  //! [ServingWeights]
+  // `--quant int4-rtn`: chapter 5's INT4 (groups of 32) done at load; RTN needs no data.
+  const WeightsSpec spec = parse_weights_spec("int4-rtn");
+  const ServingWeights w = load_serving_weights(model, spec, DType::kF32);
+  EXPECT_TRUE(w.quantized);
+  EXPECT_EQ(w.label, "int4-g32-sym-rtn");
+  // The engine runs w.device like any DeviceModel; w.reference is what the oracle checks.
+  SchedulerConfig config;
+  config.num_kv_blocks = 16;
+  config.block_size = 4;
+  config.max_model_len = 32;
+  EngineExecutor executor(*w.device, engine_executor_options_for(config));
+  SimulatedClock clock;
+  const ServingRun run = run_continuous({make_request(0, {1, 2, 3}, 4, SamplingParams{0.0f})},
+                                        config, executor, clock);
+  EXPECT_EQ(run.requests[0].num_output_tokens(), 4);
+  //! [ServingWeights]
 }
 
 }  // namespace
