@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,14 @@
 #include "common/harness/fake_executor.h"
 #include "common/loaders/synthetic_model.h"
 #include "common/sampling/rng.h"
+
+namespace nanoserve::engine {
+/// Prints a swap as {d<device> h<host>} in test failures (every test file that compares swaps
+/// includes this header, so gtest's printer is the same everywhere).
+inline void PrintTo(const BlockSwap& s, std::ostream* os) {
+  *os << "{d" << s.device << " h" << s.host << "}";
+}
+}  // namespace nanoserve::engine
 
 namespace nanoserve::testing {
 

@@ -66,11 +66,19 @@ void KVCacheManager::accept_drafts(const Sequence& seq, int num_accepted) {
                           std::to_string(seq.num_tokens()) + " tokens, fewer than the " +
                           std::to_string(verified + num_accepted) + " slots it keeps");
   }
+  // BEGIN EXERCISE ch07.1 "Verification outcome: keep the accepted drafts' slots, return the rest" points=15 minutes=25
+  // HINT: The draft slots are the table's last `drafts` slots. Forget that they are drafts
+  // HINT: (num_draft_slots_), give back the rejected ones with rollback (blocks left empty
+  // HINT: return to the pool, tail first), then cache the blocks now full of verified tokens:
+  // HINT: cache_full_blocks from the block that held the first draft slot to the new end.
+  // STUB: (void)verified;
+  // STUB: throw Error("exercise ch07.1 not done: KVCacheManager::accept_drafts");
   table.num_draft_slots_ = 0;
   rollback(seq.seq_id, drafts - num_accepted);
   // The blocks from the first one that held a draft slot on are now full of verified tokens
   // up to the new end: cache them (the blocks before were cached when they filled).
   cache_full_blocks(seq, table, verified / block_size(), table.num_tokens_ / block_size());
+  // END EXERCISE
 }
 
 }  // namespace nanoserve::engine

@@ -42,6 +42,13 @@ std::vector<BlockSwap> KVCacheManager::swap_out(const std::vector<int64_t>& seq_
     }
     BlockTable host_table(block_size());
     host_table.num_tokens_ = table.num_tokens_;
+    // BEGIN EXERCISE ch07.3 "Swap out: one host copy per distinct device block" points=15 minutes=25
+    // HINT: For each device block b of the table, in order: the first time the call meets b,
+    // HINT: take a host block (host_.allocate), remember it in host_of and record the copy
+    // HINT: {b, host}; when another sequence of the call shares b, share its host block too
+    // HINT: (host_.touch). Either way the host table gets that host block.
+    // STUB: (void)host_of; (void)copies;
+    // STUB: throw Error("exercise ch07.3 not done: KVCacheManager::swap_out");
     for (int b : table.block_ids_) {
       auto it = host_of.find(b);
       if (it == host_of.end()) {
@@ -52,6 +59,7 @@ std::vector<BlockSwap> KVCacheManager::swap_out(const std::vector<int64_t>& seq_
       }
       host_table.block_ids_.push_back(it->second);
     }
+    // END EXERCISE
     // Tail first, as when a sequence finishes: cached blocks stay cached (free), so a prompt
     // shared with others can still be hit.
     pool_.free_blocks(std::vector<int>(table.block_ids_.rbegin(), table.block_ids_.rend()));

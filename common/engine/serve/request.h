@@ -105,8 +105,7 @@ struct Request {
 
   /// @name Speculative decoding inside the scheduler (chapter 7)
   /// @{
-  /// \brief γ of this request: most draft tokens verified per step (0: no speculation).
-  int num_speculative_tokens = 0;
+  int num_speculative_tokens = 0;  ///< γ: most draft tokens verified per step (0: none)
   /// \brief The drafts of its next step — guesses of the tokens after its last one — and the
   /// distributions q they were drawn from (empty q: point masses). Set by
   /// `Scheduler::propose_drafts`, consumed (verified) by the next step that schedules it.
@@ -117,10 +116,7 @@ struct Request {
 
   /// @name Parallel sampling (chapter 7)
   /// @{
-  /// \brief Samples of this prompt: the scheduler forks n − 1 more sequences (seeds seed + 1
-  /// … seed + n − 1) from it copy-on-write after its prefill, and schedules, preempts and
-  /// finishes the n as one group.
-  int n = 1;
+  int n = 1;  ///< samples of this prompt: n − 1 more (seeds seed + 1 …) forked after its prefill
   int64_t parent_id = -1;  ///< a forked sample: the request it came from; -1 otherwise
   int sample_index = 0;    ///< which sample of its group it is (0: the request itself)
   /// \brief The id of its group: `parent_id` for a forked sample, else its own id.

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "common/engine/serve/scheduler.h"
+#include "common/error.h"
 
 namespace nanoserve::engine {
 
@@ -114,6 +115,14 @@ void Scheduler::fork_if_prefilled(Request& r, SchedulerOutput& out) {
   Group& group = g->second;
   group.forked = true;
   std::vector<Request*> samples;
+  // BEGIN EXERCISE ch07.2 "Parallel sampling: fork the samples when the prompt is done" points=20 minutes=30
+  // HINT: For i = 1 .. n-1: a copy of r with id parallel_sample_id(r.id(), i), seed + i,
+  // HINT: parent_id and sample_index set, num_computed_tokens = the end of this pass's run (the
+  // HINT: pass computes the prompt's last rows for every sample) and no preemptions yet.
+  // HINT: kv_.fork gives it r's blocks (shared; the partial last one is copied on write). Add
+  // HINT: it to out.seqs.back().forks (its first token comes from r's last row), to `samples`
+  // HINT: and to live_ (which owns it).
+  // STUB: throw Error("exercise ch07.2 not done: Scheduler::fork_if_prefilled");
   for (int i = 1; i < group.n; ++i) {
     auto child = std::make_unique<Request>(r);
     child->seq.seq_id = parallel_sample_id(r.id(), i);
@@ -127,6 +136,7 @@ void Scheduler::fork_if_prefilled(Request& r, SchedulerOutput& out) {
     samples.push_back(child.get());
     live_.emplace(child->id(), std::move(child));
   }
+  // END EXERCISE
   group.live += group.n - 1;
   forked_.emplace_back(&r, std::move(samples));
 }

@@ -45,6 +45,7 @@ ServingRun run_continuous(std::vector<Request> workload, const SchedulerConfig& 
     sample.num_batched_tokens = out.num_batched_tokens();
     sample.num_draft_rows = out.num_draft_rows();
     sample.kv_blocks_used = scheduler.kv().pool().num_used_blocks();
+    sample.kv_slots_used = scheduler.kv().metrics().used_slots;
     sample.num_preempted = static_cast<int>(out.preempted_ids.size());
     sample.host_blocks_used = scheduler.kv().metrics().host_blocks_in_use;
     const bool swaps = !out.blocks_to_swap_out.empty() || !out.blocks_to_swap_in.empty();

@@ -36,6 +36,9 @@ struct StepSample {
   int num_draft_rows = 0;      ///< of those, draft tokens verified (speculative decoding)
   int num_wasted_rows = 0;     ///< padding / idle rows computed (static batching)
   int kv_blocks_used = 0;      ///< blocks with ref_cnt > 0 during the pass
+  /// \brief Slots of those blocks that hold (or are reserved for) a token: kv_slots_used /
+  /// (kv_blocks_used · block_size) is how much of the reserved KV memory is used.
+  long long kv_slots_used = 0;
   int num_preempted = 0;       ///< requests preempted while planning the pass
   int host_blocks_used = 0;    ///< host-pool blocks holding swapped-out KV (chapter 7)
 };
