@@ -52,7 +52,8 @@ EngineExecutor::EngineExecutor(const DeviceModel& model, EngineExecutorOptions o
                           std::to_string(options_.block_size));
   }
   if (options_.device_sampling) {
-    sampler_ = std::make_unique<DeviceSampler>(options_.max_logit_rows, model.config().vocab_size);
+    sampler_ = std::make_unique<DeviceSampler>(options_.max_logit_rows, model.config().vocab_size,
+                                               runner_.stream());
   }
   cache_ = std::make_unique<PagedKVCache>(
       model_.config(), options_.kv_dtype.value_or(runner_.activation_dtype()),
@@ -73,13 +74,13 @@ std::vector<int> EngineExecutor::execute(const SchedulerOutput& output) {
       throw InvalidArgument("EngineExecutor: the step swaps blocks but the executor has no host "
                             "pool (num_host_blocks = 0)");
     }
-    host_->swap_out(*cache_, output.blocks_to_swap_out, 0);
-    host_->swap_in(*cache_, output.blocks_to_swap_in, 0);
+    host_->swap_out(*cache_, output.blocks_to_swap_out, runner_.stream());
+    host_->swap_in(*cache_, output.blocks_to_swap_in, runner_.stream());
     stats_.blocks_swapped_out += static_cast<long long>(output.blocks_to_swap_out.size());
     stats_.blocks_swapped_in += static_cast<long long>(output.blocks_to_swap_in.size());
   }
   if (output.seqs.empty()) {  // a step that only swapped
-    CUDA_CHECK(cudaStreamSynchronize(0));
+    CUDA_CHECK(cudaStreamSynchronize(runner_.stream()));
     return {};
   }
   // Where each sequence's entries go in the result, in output order.
@@ -139,8 +140,11 @@ std::vector<int> EngineExecutor::execute(const SchedulerOutput& output) {
   const std::size_t rows = batch_.logit_rows.size() - std::size_t(first);
   host_logits_.resize(rows * std::size_t(vocab));
   if (rows > 0) {
-    CUDA_CHECK(cudaMemcpy(host_logits_.data(), runner_.device_logits() + std::size_t(first) * vocab,
-                          host_logits_.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(),
+                               runner_.device_logits() + std::size_t(first) * vocab,
+                               host_logits_.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                               runner_.stream()));
+    CUDA_CHECK(cudaStreamSynchronize(runner_.stream()));
   }
   if (!sampler_) {
     for (int i = 0; i < m; ++i) {
@@ -178,7 +182,7 @@ std::vector<int> EngineExecutor::execute(const SchedulerOutput& output) {
     std::copy(v.tokens.begin(), v.tokens.end(), sampled.begin() + std::ptrdiff_t(host_at[i]));
     row += k + 1;
   }
-  CUDA_CHECK(cudaStreamSynchronize(0));  // a pass without logits has not synchronized
+  CUDA_CHECK(cudaStreamSynchronize(runner_.stream()));  // a pass without logits is not done yet
   ++stats_.passes;
   stats_.rows += batch_.rows();
   stats_.draft_rows += output.num_draft_rows();
