@@ -16,6 +16,8 @@
 #include "common/engine/serve/serving_loop.h"
 #include "common/error.h"
 #include "common/quant/quant_io.h"
+#include "common/engine/serve/draft_model_drafter.h"
+#include "common/speculative/draft_models.h"
 
 namespace nanoserve::engine {
 namespace {
@@ -96,6 +98,49 @@ TEST(Ch07QuantizedEngine, GreedyRequestsGetTheirSoloTokensOnQuantizedWeights) {
     nanoserve::testing::expect_solo_tokens(run, solo, spec);
     EXPECT_GT(run.num_preemptions, 0);
   }
+}
+
+}  // namespace
+}  // namespace nanoserve::engine
+
+namespace nanoserve::engine {
+namespace {
+
+// Every technique at once on the real kernels: INT8 weights, a draft model drafting, groups of
+// samples, swap preemption in a pool too small, chunked prefill and prefix hits — greedy
+// requests (so every sample of a group is the same) still get exactly their solo tokens.
+TEST(Ch07WholeStack, EveryTechniqueAtOnceKeepsTheSoloTokens) {
+  NANOSERVE_REQUIRE_DEVICE();
+  const Model host = nanoserve::testing::micro_model(51, 2);
+  const ServingWeights w = load_serving_weights(host, parse_weights_spec("int8-rtn"), DType::kF32);
+  const DeviceModel draft(speculative::first_layers(w.reference, 1), DType::kF32);
+  std::vector<Request> requests = nanoserve::testing::model_workload(13, 4, 24, 12, 8);
+  for (Request& r : requests) {
+    r.seq.sampling.temperature = 0.0f;
+    r.stop_token_ids.clear();
+    r.max_tokens = 8;
+    r.num_speculative_tokens = 2;
+    r.n = r.id() % 2 == 0 ? 2 : 1;
+  }
+  const std::vector<std::vector<int>> solo = nanoserve::testing::solo_tokens(*w.device, requests, 48);
+  SchedulerConfig c = nanoserve::testing::tiny_config(9, 4, 12, 6, 48);
+  c.enable_prefix_caching = true;
+  c.preemption_mode = PreemptionMode::kSwap;
+  c.num_host_blocks = 32;
+  EngineExecutor executor(*w.device, engine_executor_options_for(c, 2));
+  DraftModelDrafterOptions o;
+  o.num_kv_blocks = 24;
+  o.block_size = 4;
+  DraftModelDrafter drafter(draft, host.config.vocab_size, o);
+  SimulatedClock clock;
+  const ServingRun run = run_continuous(requests, c, executor, clock, {}, &drafter);
+  ASSERT_EQ(run.requests.size(), 6u);  // 2 + 1 + 2 + 1 samples
+  for (const Request& r : run.requests) {
+    EXPECT_EQ(r.seq.token_ids, solo[std::size_t(r.group_id())])
+        << "request " << r.group_id() << " sample " << r.sample_index;
+  }
+  EXPECT_GT(run.num_swap_outs, 0);
+  EXPECT_GT(run.num_accepted_tokens, 0);
 }
 
 }  // namespace
