@@ -2,7 +2,7 @@
 # Regenerates the chapters' expected outputs and, for chapters 1, 2 and 5, their JSON results and
 # plots, so that the tutorials never quote stale numbers:
 #
-#   bash scripts/update_expected_output.sh [--expected-only] all|ch01|ch02|ch03|ch04|ch05|ch06
+#   bash scripts/update_expected_output.sh [--expected-only] all|ch01|ch02|ch03|ch04|ch05|ch06|ch07
 #
 # Expected output: chapters/<chapter>/expected_output.txt is the stdout of the command in
 # expected_args below on stories260K, headed by that command ("$ <program> <args>"), and is
@@ -14,7 +14,7 @@
 # Results (skipped with --expected-only): docs/results/<chapter>_<backend>.json,
 # docs/images/<chapter>_*.png and the results table (scripts/plot_results.py), pasted between the
 # `<!-- <chapter>-results:begin/end -->` markers — ch01 from 240 steps with --check, ch02 from the
-# tour, ch05 from the full run. Chapters 3, 4 and 6 keep their results in
+# tour, ch05 from the full run. Chapters 3, 4, 6 and 7 keep their results in
 # chapters/<chapter>/results/, made by the commands their READMEs give.
 #
 # Uses the build of $NANOSERVE_PRESET (default sim: the CPU simulator, whose timings are labelled
@@ -32,7 +32,7 @@ if [[ "${1:-}" == "--expected-only" ]]; then
   shift
 fi
 target=${1:-all}
-chapters=(ch01 ch02 ch03 ch04 ch05 ch06)
+chapters=(ch01 ch02 ch03 ch04 ch05 ch06 ch07)
 if [[ "$target" != all && ! " ${chapters[*]} " =~ " $target " ]]; then
   echo "usage: $0 [--expected-only] all|$(IFS='|'; echo "${chapters[*]}")" >&2
   exit 2
@@ -130,7 +130,7 @@ if want ch02; then
   fi
 fi
 
-for chapter in ch03 ch04 ch06; do
+for chapter in ch03 ch04 ch06 ch07; do
   if want "$chapter"; then expected_output "$chapter"; fi
 done
 

@@ -116,7 +116,7 @@ if(NANOSERVE_BACKEND STREQUAL "cuda")
 else()
   set(NANOSERVE_CHAPTER_TEST_LABELS "")
 endif()
-foreach(chapter ch01 ch02 ch03 ch04 ch05 ch06)
+foreach(chapter ch01 ch02 ch03 ch04 ch05 ch06 ch07)
   # A chapter's tests link what only that chapter uses (chNN_lib, chapters/CMakeLists.txt).
   set(chapter_libs nanoserve_harness)
   if(TARGET ${chapter}_lib)

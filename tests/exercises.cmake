@@ -79,6 +79,13 @@ nanoserve_exercise_tests(ch06.1 test_ch06
 nanoserve_exercise_tests(ch06.1 test_ch06
   "^(Ch06SpecEdges\\.IdenticalDraftHasEveryTokenAccepted|Ch06SpecSampling\\.(DecisionAtAPositionDoesNotDependOnGamma|SameSeedSameTokens))$")
 nanoserve_exercise_tests(ch06.2 test_ch06 "^Ch06SpecEdges\\.StopTokenAmongAcceptedDraftsEndsTheOutputThere$")
+# ─── ch07 ──────────────────────────────────────────────────────────────────────────────────
+nanoserve_exercise_tests(ch07.1 test_ch07
+  "^(Ch07KVDrafts\\.DraftSlotsAreCachedOnlyOnceVerified|Ch07SpecScheduler\\.(DraftsRideAfterTheLastTokenAndRejectedOnesAreRolledBack|DraftRowsCountAgainstTheBudgetAndAreCutToIt|UpdateRefusesEntriesThatAreNotAVerificationAndStaysRetryable)|Ch07Examples\\.Drafter)$")
+nanoserve_exercise_tests(ch07.2 test_ch07
+  "^Ch07ParallelSampling\\.(ForksAfterThePromptSharesItsBlocksAndCopiesThePartialOneOnWrite|AGroupIsPreemptedAndReadmittedAsOneWithItsSoloTokens|CancellingARequestCancelsItsSamples|EverySampleOfTheModelEqualsItsSoloRunWithItsSeed)$")
+nanoserve_exercise_tests(ch07.3 test_ch07
+  "^(Ch07KVSwap\\.SwapOutKeepsTheSharingOfForkedSamplesAndSwapInRestoresIt|Ch07SwapPreemption\\.SwappedRequestsComeBackBeforeNewOnesAndWithoutRecomputing|Ch07Examples\\.HostBlockPool)$")
 
 # The script ctest runs after discovery: area labels per executable, as the areas set them
 # (tests/CMakeLists.txt, tests/CMakeAreas.cmake).
@@ -86,7 +93,7 @@ set(NS_EXERCISE_BASE_LABELS_test_kernels kernels)
 if(NANOSERVE_BACKEND STREQUAL "cuda")
   set(NS_EXERCISE_BASE_LABELS_test_kernels kernels gpu)
 endif()
-foreach(chapter ch01 ch02 ch03 ch04 ch05 ch06)
+foreach(chapter ch01 ch02 ch03 ch04 ch05 ch06 ch07)
   set(NS_EXERCISE_BASE_LABELS_test_${chapter} ${chapter} ${NANOSERVE_CHAPTER_TEST_LABELS})
 endforeach()
 

@@ -1,5 +1,6 @@
 #include "common/harness/fake_executor.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -63,6 +64,18 @@ std::vector<int> FakeExecutor::execute(const engine::SchedulerOutput& out) {
     return kv_[size_t(slot)];
   };
 
+  // 0. Swaps (chapter 7): device blocks to the host pool, then back, before anything else.
+  const auto block = [&](std::vector<KVSlot>& pool, int b) { return pool.begin() + std::ptrdiff_t(b) * block_size_; };
+  for (const engine::BlockSwap& sw : out.blocks_to_swap_out) {
+    if (host_.size() < std::size_t(sw.host + 1) * std::size_t(block_size_)) {
+      host_.resize(std::size_t(sw.host + 1) * std::size_t(block_size_));
+    }
+    std::copy(block(kv_, sw.device), block(kv_, sw.device + 1), block(host_, sw.host));
+  }
+  for (const engine::BlockSwap& sw : out.blocks_to_swap_in) {
+    std::copy(block(host_, sw.host), block(host_, sw.host + 1), block(kv_, sw.device));
+    std::fill(block(host_, sw.host), block(host_, sw.host + 1), KVSlot{});  // a stale copy must not be read again
+  }
   // 1. Copy-on-write copies, before anything is written.
   for (const engine::BlockCopy& c : out.block_copies) {
     for (int i = 0; i < block_size_; ++i) {
@@ -102,8 +115,23 @@ std::vector<int> FakeExecutor::execute(const engine::SchedulerOutput& out) {
       }
       context_.push_back(kv.token);
     }
-    sampled.push_back(
-        fake_next_token(s.request->seq.sampling, context_.data(), s.end_pos(), vocab_size_));
+    // Logit row i predicts position first_sample_pos() + i. With drafts, the fake model is its
+    // own verifier: a draft stands when it equals the fake model's token there (the fake is a
+    // deterministic function of context and seed, so this is exact rejection sampling for it).
+    const int k = s.num_draft_tokens;
+    for (int i = 0; i <= k; ++i) {
+      const int len = s.first_sample_pos() + i;
+      const int token = fake_next_token(s.request->seq.sampling, context_.data(), len, vocab_size_);
+      sampled.push_back(token);
+      if (i < k && token != context_[std::size_t(len)]) {  // rejected: pad the rest
+        sampled.insert(sampled.end(), std::size_t(k - i), -1);
+        break;
+      }
+    }
+    // Samples forked in this step: the same context, each with its own seed.
+    for (const engine::Request* fork : s.forks) {
+      sampled.push_back(fake_next_token(fork->seq.sampling, context_.data(), s.end_pos(), vocab_size_));
+    }
   }
   const int rows = out.num_batched_tokens() + out.num_wasted_rows;
   ++num_steps_;

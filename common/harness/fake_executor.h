@@ -4,11 +4,15 @@
 /// instantly (chapters 3 and 4). It keeps a fake paged KV cache and "attends" through it, so
 /// a wrong block table, slot mapping, block copy or prefix-cache hit changes the tokens:
 ///
+///     swaps:        blocks_to_swap_out copied to a fake host pool, blocks_to_swap_in back
+///                   (and the host copy wiped, so a stale one is never read twice)
 ///     write phase:  kv[slot_mapping[row]] = (input_ids[row], positions[row])   every row
 ///     read phase:   for each sampling sequence, walk positions 0..end-1 through its block
 ///                   table: every slot must hold (some token, that position) — an unwritten
 ///                   or misplaced slot throws — and the tokens read are hashed
 ///     token:        fake_next_token(sampling, tokens read)
+///     drafts:       a sequence verifying k drafts gets the fake token at each of its k + 1
+///                   logit rows while the drafts equal them (scheduler_output.h's layout)
 ///
 /// The fake model is `fake_next_token`: a hash of the whole context, mixed with the
 /// request's Philox draw at the new position unless greedy. So a request's tokens depend on
@@ -87,6 +91,7 @@ class FakeExecutor : public engine::Executor {
   engine::SimulatedClock* clock_;
   FakeCostModel cost_;
   std::vector<KVSlot> kv_;  ///< (num_blocks * block_size) the fake device KV pool
+  std::vector<KVSlot> host_;  ///< the fake host pool (swap preemption), grown on demand
   std::vector<int> context_;  ///< scratch: the tokens one sequence reads back
   long long num_steps_ = 0;
   long long num_rows_ = 0;

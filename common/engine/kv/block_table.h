@@ -38,6 +38,9 @@ class BlockTable {
   int num_blocks() const { return static_cast<int>(block_ids_.size()); }
   /// \brief Tokens per block.
   int block_size() const { return block_size_; }
+  /// \brief Slots at the end reserved for draft tokens not verified yet (speculative decoding
+  /// in the scheduler, `KVCacheManager::append_slots` with drafts); 0 between steps.
+  int num_draft_slots() const { return num_draft_slots_; }
 
   /// \brief `block_ids[pos / block_size] * block_size + pos % block_size`. Throws
   /// `InvalidArgument` unless 0 <= pos < num_tokens().
@@ -50,6 +53,7 @@ class BlockTable {
   friend class KVCacheManager;
   int block_size_;
   int num_tokens_ = 0;
+  int num_draft_slots_ = 0;
   std::vector<int> block_ids_;
 };
 

@@ -76,4 +76,19 @@ struct BlockCopy {
   bool operator==(const BlockCopy& other) const { return src == other.src && dst == other.dst; }
 };
 
+/// \brief A whole-block copy between the device pool and the host pool (swap preemption,
+/// chapter 7): every layer's K and V of device block `device` and host block `host`, in the
+/// direction of the list it is in (`SchedulerOutput::blocks_to_swap_out` / `_in`).
+///
+/// \par Example
+/// \snippet tests/ch07/test_examples_stack.cpp HostBlockPool
+struct BlockSwap {
+  int device = -1;  ///< block of the device pool
+  int host = -1;    ///< block of the host pool
+  /// \brief Equality, for tests.
+  bool operator==(const BlockSwap& other) const {
+    return device == other.device && host == other.host;
+  }
+};
+
 }  // namespace nanoserve::engine

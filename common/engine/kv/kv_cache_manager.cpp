@@ -1,6 +1,7 @@
 #include "common/engine/kv/kv_cache_manager.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 namespace nanoserve::engine {
@@ -13,8 +14,8 @@ std::string seq_name(int64_t seq_id) { return "sequence " + std::to_string(seq_i
 }  // namespace
 
 KVCacheManager::KVCacheManager(int num_blocks, int block_size, bool enable_prefix_caching,
-                               BlockHashFn hash_fn)
-    : pool_(num_blocks, block_size, enable_prefix_caching, hash_fn) {}
+                               BlockHashFn hash_fn, int num_host_blocks)
+    : pool_(num_blocks, block_size, enable_prefix_caching, hash_fn), host_(num_host_blocks) {}
 
 const BlockTable& KVCacheManager::table_of(int64_t seq_id, const char* caller) const {
   auto it = tables_.find(seq_id);
@@ -95,6 +96,11 @@ KVCacheManager::Plan KVCacheManager::plan_allocate(const Sequence& seq,
   return plan;
 }
 
+int KVCacheManager::num_blocks_to_allocate(const Sequence& seq, int num_new_tokens) const {
+  const Plan plan = plan_allocate(seq, num_new_tokens);
+  return plan.num_free_hits + plan.num_new_blocks;
+}
+
 bool KVCacheManager::can_allocate(const Sequence& seq, int num_new_tokens) const {
   const Plan plan = plan_allocate(seq, num_new_tokens);
   return plan.num_free_hits + plan.num_new_blocks <= pool_.num_free_blocks();
@@ -150,6 +156,11 @@ void KVCacheManager::cache_full_blocks(const Sequence& seq, const BlockTable& ta
 
 int KVCacheManager::blocks_to_append(const BlockTable& table, const Sequence& seq, int n,
                                      bool* copy) const {
+  if (table.num_draft_slots_ != 0) {
+    throw std::logic_error("KVCacheManager: " + seq_name(seq.seq_id) + " still has " +
+                           std::to_string(table.num_draft_slots_) +
+                           " draft slots; accept_drafts before appending");
+  }
   if (n < 0 || seq.num_tokens() < table.num_tokens_ + n) {
     throw InvalidArgument("KVCacheManager::append_slots: cannot reserve " + std::to_string(n) +
                           " more slots for " + seq_name(seq.seq_id) + ": it has " +
@@ -240,6 +251,11 @@ void KVCacheManager::rollback(int64_t seq_id, int num_tokens) {
 }
 
 void KVCacheManager::free(int64_t seq_id) {
+  if (auto swapped = swapped_.find(seq_id); swapped != swapped_.end()) {
+    for (int h : swapped->second.block_ids_) host_.free(h);
+    swapped_.erase(swapped);
+    return;
+  }
   const BlockTable& table = table_of(seq_id, "free");
   pool_.free_blocks(std::vector<int>(table.block_ids_.rbegin(), table.block_ids_.rend()));
   tables_.erase(seq_id);

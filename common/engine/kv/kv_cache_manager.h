@@ -33,6 +33,7 @@
 
 #include "common/engine/kv/block_pool.h"
 #include "common/engine/kv/block_table.h"
+#include "common/engine/kv/host_block_pool.h"
 #include "common/engine/kv/sequence.h"
 
 namespace nanoserve::engine {
@@ -48,11 +49,14 @@ struct KVCacheMetrics {
   long long prefill_tokens_skipped = 0;   ///< prompt tokens whose KV came from the cache
   long long block_copies = 0;             ///< copy-on-write copies requested
   long long evictions = 0;                ///< cached blocks evicted for reuse
+  long long blocks_swapped_out = 0;       ///< device blocks copied to the host pool
+  long long blocks_swapped_in = 0;        ///< host blocks copied back to the device
   int blocks_in_use = 0;   ///< blocks with ref_cnt > 0
   int blocks_free = 0;     ///< blocks in the free queue (cached or not)
   int blocks_cached = 0;   ///< blocks in the prefix cache (in use or free)
   long long used_slots = 0;       ///< token slots of in-use blocks that hold a token
   long long allocated_slots = 0;  ///< blocks_in_use * block_size
+  int host_blocks_in_use = 0;     ///< host blocks holding swapped-out KV
 
   /// \brief hits / queries (0 when nothing was looked up).
   double hit_rate() const { return queries == 0 ? 0.0 : double(hits) / double(queries); }
@@ -75,8 +79,9 @@ class KVCacheManager {
   /// \param block_size            tokens per block
   /// \param enable_prefix_caching hash full blocks and reuse them across sequences
   /// \param hash_fn               block hash; tests pass a weak one to force collisions
+  /// \param num_host_blocks       blocks of the host pool sequences can be swapped out to
   KVCacheManager(int num_blocks, int block_size, bool enable_prefix_caching,
-                 BlockHashFn hash_fn = &xxh3_block_hash);
+                 BlockHashFn hash_fn = &xxh3_block_hash, int num_host_blocks = 0);
 
   /// \brief Tokens per block.
   int block_size() const { return pool_.block_size(); }
@@ -93,6 +98,9 @@ class KVCacheManager {
   /// free cached blocks count as used: taking them removes them from the free queue). Throws
   /// the `InvalidArgument`s of `allocate`.
   bool can_allocate(const Sequence& seq, int num_new_tokens = -1) const;
+  /// \brief Free blocks `allocate(seq, num_new_tokens)` would take (hits on free cached blocks
+  /// included). Throws the `InvalidArgument`s of `allocate`.
+  int num_blocks_to_allocate(const Sequence& seq, int num_new_tokens = -1) const;
   /// \brief Creates `seq`'s table: takes the longest cached prefix of full blocks (the
   /// returned number of tokens, which the caller stores as `num_computed_tokens`), then
   /// reserves slots for `num_new_tokens` more tokens (-1: all the rest of `seq`; a smaller
@@ -121,6 +129,38 @@ class KVCacheManager {
   /// @}
 
 
+  /// @name Draft tokens of speculative decoding in the scheduler (chapter 7)
+  /// @{
+
+  /// \brief Free blocks `append_slots(seq, num_new_tokens, num_draft_tokens)` would take (a
+  /// copy-on-write copy included). Throws the `InvalidArgument`s of `append_slots`.
+  int num_blocks_to_append(const Sequence& seq, int num_new_tokens, int num_draft_tokens = 0) const;
+  /// \brief Whether `append_slots(seq, num_new_tokens, num_draft_tokens)` would find enough
+  /// free blocks.
+  bool can_append(const Sequence& seq, int num_new_tokens, int num_draft_tokens) const {
+    return num_blocks_to_append(seq, num_new_tokens, num_draft_tokens) <= pool_.num_free_blocks();
+  }
+  /// \brief `append_slots(seq, num_new_tokens)`, then `num_draft_tokens` more slots for draft
+  /// tokens after them (`seq` need not hold those). A block holding a draft slot is not
+  /// cached: what it will hold is known only after verification (`accept_drafts`), so a
+  /// rejected draft never leaves a cached block behind that the next token would have to copy.
+  /// Throws like `append_slots`, and `std::logic_error` while drafts of an earlier call are
+  /// not accepted yet.
+  ///
+  ///     before:   [a b c d][e _ _ _]             5 slots
+  ///     append 1 + 3 drafts:  [a b c d][e f x1 x2][x3 _ _ _]   9 slots, 3 of them drafts
+  ///     accept_drafts(1):     [a b c d][e f x1 _]             7 slots; block 2 goes back
+  std::vector<BlockCopy> append_slots(const Sequence& seq, int num_new_tokens,
+                                      int num_draft_tokens);
+  /// \brief Verification of the drafts of the last `append_slots` with drafts: the first
+  /// `num_accepted` draft slots now hold accepted tokens (which `seq` must hold), the others
+  /// are rolled back (blocks left empty go back to the pool, tail first), and blocks now full
+  /// of verified tokens are cached. Throws `InvalidArgument` for a count outside
+  /// [0, drafts] or a sequence that does not hold the accepted tokens.
+  void accept_drafts(const Sequence& seq, int num_accepted);
+  /// @}
+
+
   /// @name Sharing, shrinking and releasing
   /// @{
 
@@ -131,8 +171,44 @@ class KVCacheManager {
   /// rejected draft tokens). Blocks left empty are released (tail first); nothing is
   /// un-cached, so blocks other sequences share keep their contents.
   void rollback(int64_t seq_id, int num_tokens);
-  /// \brief Releases a finished or preempted sequence's blocks in reverse table order.
+  /// \brief Releases a finished or preempted sequence's blocks in reverse table order (a
+  /// swapped-out sequence's host blocks).
   void free(int64_t seq_id);
+  /// @}
+
+
+  /// @name Swapping to the host pool (chapter 7; kv_cache_manager_swap.cpp)
+  /// @{
+
+  /// \brief The host pool.
+  const HostBlockPool& host_pool() const { return host_; }
+  /// \brief Host blocks `swap_out(seq_ids)` would take: each distinct block of their tables
+  /// once. Throws `InvalidArgument` for a sequence without a device table.
+  int num_host_blocks_to_swap_out(const std::vector<int64_t>& seq_ids) const;
+  /// \brief Moves the tables of `seq_ids` (samples of one request may share blocks) to the
+  /// host pool: each distinct device block gets one host block (shared by the same sequences
+  /// as on the device); the device blocks are released, tail first. Returns the copies to
+  /// perform, device → host, before the next forward pass writes anything. Throws
+  /// `BlockPoolExhausted` (for the host pool), changing nothing, when it is too small.
+  ///
+  ///     device:  s1 [b3][b7]  s2 [b3][b9]       (b3 shared: a forked prompt)
+  ///     swap_out({s1, s2}) → {b3→h0, b7→h1, b9→h2};  s1 [h0][h1]  s2 [h0][h2]  h0: ref 2
+  std::vector<BlockSwap> swap_out(const std::vector<int64_t>& seq_ids);
+  /// \brief Device blocks `swap_in(seq_ids)` would take: each distinct host block once.
+  int num_blocks_to_swap_in(const std::vector<int64_t>& seq_ids) const;
+  /// \brief Brings swapped-out sequences back: a fresh device block per distinct host block
+  /// (sharing kept), host blocks released, and — with prefix caching — their full blocks
+  /// cached again from `seqs`' tokens. Returns the copies, host → device, to perform before
+  /// the next forward pass. Throws `BlockPoolExhausted` (changing nothing) when the device
+  /// pool is short, `InvalidArgument` for a sequence that is not swapped out.
+  std::vector<BlockSwap> swap_in(const std::vector<const Sequence*>& seqs);
+  /// \brief Whether `seq_id` is swapped out.
+  bool is_swapped(int64_t seq_id) const { return swapped_.count(seq_id) != 0; }
+  /// \brief Number of swapped-out sequences.
+  int num_swapped() const { return static_cast<int>(swapped_.size()); }
+  /// \brief The host table of a swapped-out sequence (host block ids). Throws
+  /// `InvalidArgument` for another id.
+  const BlockTable& swapped_table(int64_t seq_id) const;
   /// @}
 
 
@@ -166,6 +242,8 @@ class KVCacheManager {
 
   BlockPool pool_;
   std::unordered_map<int64_t, BlockTable> tables_;
+  HostBlockPool host_;
+  std::unordered_map<int64_t, BlockTable> swapped_;  ///< host tables of swapped-out sequences
   KVCacheMetrics counters_;  ///< the cumulative fields; gauges are filled in by metrics()
 };
 

@@ -12,6 +12,7 @@ KVCacheMetrics KVCacheManager::metrics() const {
   m.blocks_in_use = pool_.num_used_blocks();
   m.blocks_free = pool_.num_free_blocks();
   m.blocks_cached = pool_.num_cached_blocks();
+  m.host_blocks_in_use = host_.num_blocks() - host_.num_free_blocks();
   m.allocated_slots = (long long)m.blocks_in_use * block_size();
   // A shared block is filled as far as its fullest user has written it; count it once.
   std::vector<int> filled(size_t(pool_.num_blocks()), 0);
@@ -40,7 +41,8 @@ std::string KVCacheManager::check_invariants() const {
       const int id = table.block_ids_[size_t(i)];
       if (id < 0 || id >= pool_.num_blocks()) return name + " holds block id " + std::to_string(id);
       ++holders[size_t(id)];
-      const bool full = (i + 1) * bs <= table.num_tokens_;
+      // Blocks holding a draft slot are cached only once the drafts are verified.
+      const bool full = (i + 1) * bs <= table.num_tokens_ - table.num_draft_slots_;
       if (!pool_.prefix_caching() || !full) continue;
       const KVCacheBlock& b = pool_.block(id);
       const ChainId parent =
@@ -49,6 +51,24 @@ std::string KVCacheManager::check_invariants() const {
         return name + ": full block " + std::to_string(i) + " (block " + std::to_string(id) +
                ") is " + (b.cached ? "cached under another parent" : "not cached");
       }
+    }
+  }
+  // The host pool: each block held by as many swapped-out tables as its count says.
+  if (std::string host = host_.check_invariants(); !host.empty()) return host;
+  std::vector<int> host_holders(size_t(host_.num_blocks()), 0);
+  for (const auto& [seq_id, table] : swapped_) {
+    if (tables_.count(seq_id) != 0) {
+      return "sequence " + std::to_string(seq_id) + " is both on the device and swapped out";
+    }
+    for (int h : table.block_ids_) {
+      if (h < 0 || h >= host_.num_blocks()) return "sequence " + std::to_string(seq_id) + " holds host block " + std::to_string(h);
+      ++host_holders[size_t(h)];
+    }
+  }
+  for (int h = 0; h < host_.num_blocks(); ++h) {
+    if (host_.ref_cnt(h) != host_holders[size_t(h)]) {
+      return "host block " + std::to_string(h) + " has ref_cnt " + std::to_string(host_.ref_cnt(h)) +
+             " but " + std::to_string(host_holders[size_t(h)]) + " swapped tables hold it";
     }
   }
   for (int id = 0; id < pool_.num_blocks(); ++id) {

@@ -45,6 +45,21 @@ std::int64_t PagedKVCache::layer_rows() const {
   return std::int64_t(num_blocks_) * block_size_;
 }
 
+std::int64_t PagedKVCache::block_bytes() const {
+  const std::int64_t kv_dim = std::int64_t(layout_.n_kv_heads) * layout_.head_dim;
+  return std::int64_t(block_size_) * kv_dim * dtype_bytes(layout_.dtype);
+}
+
+unsigned char* PagedKVCache::block_data(int layer, int block, bool values) {
+  check_block(block, "block_data block");
+  if (layer < 0 || layer >= layout_.n_layers) {
+    throw InvalidArgument("PagedKVCache::block_data: layer " + std::to_string(layer) +
+                          " is outside [0, " + std::to_string(layout_.n_layers) + ")");
+  }
+  unsigned char* pool = values ? v_.get() : k_.get();  // (n_layers, num_blocks, block bytes)
+  return pool + (std::int64_t(layer) * num_blocks_ + block) * block_bytes();
+}
+
 std::int64_t PagedKVCache::pool_bytes() const {
   const std::int64_t kv_dim = std::int64_t(layout_.n_kv_heads) * layout_.head_dim;
   return 2 * layout_.n_layers * layer_rows() * kv_dim * dtype_bytes(layout_.dtype);

@@ -102,6 +102,13 @@ class PagedKVCache final : public DeviceKVCache {
                              bool values) const;
   /// \brief Blocks in each pool.
   int num_blocks() const { return num_blocks_; }
+  /// \brief Bytes of one block of one layer's K pool (V's are the same size):
+  /// block_size × kv_dim × the element size.
+  std::int64_t block_bytes() const;
+  /// \brief Device address of block `block` of layer `layer`'s K (`values` false) or V pool,
+  /// for whole-block copies (swap preemption, `HostKVPool`). Throws `InvalidArgument` outside
+  /// the pool.
+  unsigned char* block_data(int layer, int block, bool values);
   /// \brief Positions per block.
   int block_size() const { return block_size_; }
 

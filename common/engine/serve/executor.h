@@ -31,8 +31,11 @@ class Executor {
  public:
   virtual ~Executor() = default;
   /// \brief Performs `output.block_copies`, writes the K/V of every row to its slot, and
-  /// returns one sampled token per sequence with `sample` set, in `output.seqs` order.
-  /// Called only with a non-empty output. The output is all an executor reads of the step:
+  /// returns one sampled token per sequence with `sample` set, in `output.seqs` order (with
+  /// drafts or forks: `num_sampled()` entries, scheduler_output.h). Called only with an output
+  /// that schedules something or swaps blocks (chapter 7; an executor of a scheduler
+  /// configured with a host pool performs `blocks_to_swap_out`, then `blocks_to_swap_in`,
+  /// first). The output is all an executor reads of the step:
   /// block tables, slots and copies travel in it (an executor over real paged KV owns pools
   /// of the scheduler's block count and size from its construction).
   virtual std::vector<int> execute(const SchedulerOutput& output) = 0;

@@ -12,6 +12,7 @@ const char* to_string(RequestStatus status) {
     case RequestStatus::kWaiting: return "waiting";
     case RequestStatus::kRunning: return "running";
     case RequestStatus::kPreempted: return "preempted";
+    case RequestStatus::kSwapped: return "swapped";
     case RequestStatus::kFinished: return "finished";
   }
   return "?";
@@ -47,6 +48,26 @@ void Request::validate_new() const {
   }
   for (const std::string& s : stop_strings) {
     if (s.empty()) throw InvalidArgument(name + "stop_strings holds an empty string");
+  }
+  if (num_speculative_tokens < 0 || num_speculative_tokens > kMaxSpeculativeTokens) {
+    throw InvalidArgument(name + "num_speculative_tokens = " +
+                          std::to_string(num_speculative_tokens) + " is outside [0, " +
+                          std::to_string(kMaxSpeculativeTokens) + "]");
+  }
+  if (!draft.tokens.empty() || !draft.q.empty()) {
+    throw InvalidArgument(name + "a new request carries no draft tokens");
+  }
+  if (n < 1 || n > kMaxParallelSamples) {
+    throw InvalidArgument(name + "n = " + std::to_string(n) + " samples is outside [1, " +
+                          std::to_string(kMaxParallelSamples) + "]");
+  }
+  if (n > 1 && id() < 0) {
+    throw InvalidArgument(name + "a request with n > 1 needs an id >= 0 (its samples' ids are " +
+                          "negative)");
+  }
+  if (parent_id >= 0 || sample_index != 0) {
+    throw InvalidArgument(name + "parent_id and sample_index belong to forked samples, which " +
+                          "the scheduler makes");
   }
   seq.sampling.validate();
 }

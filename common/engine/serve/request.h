@@ -10,7 +10,9 @@
 ///         │             ▲  ▲                  │  │
 ///         │             │  └──── PREEMPTED ◄──┘  └──cancel──────► FINISHED (cancelled)
 ///         │             │        (blocks freed, num_computed_tokens = 0, requeued at the
-///         │             │         front of the waiting queue: it recomputes its KV)
+///         │             │         front of the waiting queue: it recomputes its KV;
+///         │             │         or SWAPPED: its blocks copied to the host pool, queued
+///         │             │         for swap-in, chapter 7)
 ///         └─────────────┴── can never fit ──────────────────────► FINISHED (rejected)
 ///
 /// The rules that end a request are checked after every sampled token, in this order (the
@@ -23,14 +25,30 @@
 #include <vector>
 
 #include "common/engine/kv/sequence.h"
+#include "common/speculative/proposer.h"
 
 namespace nanoserve::engine {
+
+/// \brief Most draft tokens one request may have verified per step (`Request::num_speculative_tokens`):
+/// beyond a few, α^γ is tiny and the verify rows are wasted (chapter 6).
+constexpr int kMaxSpeculativeTokens = 16;
+
+/// \brief Most samples of one prompt (`Request::n`).
+constexpr int kMaxParallelSamples = 64;
+
+/// \brief The id of sample `i` (1 .. n−1) of request `parent_id` with `n` > 1: −1 − (64 ·
+/// parent_id + i), negative so that it never meets a request's own id (requests have ids
+/// >= 0 when they sample in parallel). Sample 0 is the request itself.
+inline int64_t parallel_sample_id(int64_t parent_id, int i) {
+  return -1 - (int64_t(kMaxParallelSamples) * parent_id + i);
+}
 
 /// \brief Where a request is in its life.
 enum class RequestStatus {
   kWaiting,    ///< queued, holds no KV blocks
   kRunning,    ///< admitted: holds KV blocks and is scheduled at (almost) every step
   kPreempted,  ///< evicted for memory: queued again (at the front), holds no KV blocks
+  kSwapped,    ///< evicted for memory with its KV copied to the host pool (chapter 7)
   kFinished,   ///< done; `finish_reason` says why
 };
 
@@ -44,7 +62,7 @@ enum class FinishReason {
   kRejected,   ///< it can never run (prompt longer than the context or the KV pool)
 };
 
-/// \brief "waiting", "running", "preempted" or "finished".
+/// \brief "waiting", "running", "preempted", "swapped" or "finished".
 const char* to_string(RequestStatus status);
 /// \brief "none", "stop", "length", "cancelled" or "rejected".
 const char* to_string(FinishReason reason);
@@ -85,6 +103,26 @@ struct Request {
   int num_prefix_hit_tokens = 0;      ///< prompt tokens taken from the prefix cache at admission
   /// @}
 
+  /// @name Speculative decoding inside the scheduler (chapter 7)
+  /// @{
+  int num_speculative_tokens = 0;  ///< γ: most draft tokens verified per step (0: none)
+  /// \brief The drafts of its next step — guesses of the tokens after its last one — and the
+  /// distributions q they were drawn from (empty q: point masses). Set by
+  /// `Scheduler::propose_drafts`, consumed (verified) by the next step that schedules it.
+  speculative::Proposal draft;
+  long long num_draft_tokens = 0;     ///< drafts verified so far
+  long long num_accepted_tokens = 0;  ///< of those, accepted by the rejection rule
+  /// @}
+
+  /// @name Parallel sampling (chapter 7)
+  /// @{
+  int n = 1;  ///< samples of this prompt: n − 1 more (seeds seed + 1 …) forked after its prefill
+  int64_t parent_id = -1;  ///< a forked sample: the request it came from; -1 otherwise
+  int sample_index = 0;    ///< which sample of its group it is (0: the request itself)
+  /// \brief The id of its group: `parent_id` for a forked sample, else its own id.
+  int64_t group_id() const { return parent_id >= 0 ? parent_id : id(); }
+  /// @}
+
   /// \brief The request's id (`seq.seq_id`).
   int64_t id() const { return seq.seq_id; }
   /// \brief Generated tokens so far.
@@ -98,7 +136,9 @@ struct Request {
 
   /// \brief Throws `InvalidArgument` naming the request and field unless it is a fresh
   /// request: a non-empty prompt equal to `seq.token_ids`, nothing computed, `max_tokens`
-  /// >= 1, valid sampling parameters, status kWaiting.
+  /// >= 1, valid sampling parameters, status kWaiting, γ in [0, kMaxSpeculativeTokens], no
+  /// drafts yet, n in [1, kMaxParallelSamples] (and a non-negative id when n > 1), and not a
+  /// forked sample.
   void validate_new() const;
 };
 

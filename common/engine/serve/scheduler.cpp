@@ -29,6 +29,14 @@ void SchedulerConfig::validate() const {
   positive("max_model_len", max_model_len);
   positive("num_kv_blocks", num_kv_blocks);
   positive("block_size", block_size);
+  if (num_host_blocks < 0) {
+    throw InvalidArgument("scheduler config: num_host_blocks = " + std::to_string(num_host_blocks) +
+                          " must be >= 0");
+  }
+  if (preemption_mode == PreemptionMode::kSwap && num_host_blocks == 0) {
+    throw InvalidArgument("scheduler config: preemption_mode swap needs a host pool "
+                          "(num_host_blocks > 0)");
+  }
   if (!enable_chunked_prefill && max_num_batched_tokens < max_model_len) {
     throw InvalidArgument(
         "scheduler config: max_num_batched_tokens = " + std::to_string(max_num_batched_tokens) +
@@ -41,7 +49,8 @@ void SchedulerConfig::validate() const {
 Scheduler::Scheduler(const SchedulerConfig& config, Detokenizer detokenize)
     : config_(validated(config)),
       detokenize_(std::move(detokenize)),
-      kv_(config.num_kv_blocks, config.block_size, config.enable_prefix_caching) {}
+      kv_(config.num_kv_blocks, config.block_size, config.enable_prefix_caching,
+          &xxh3_block_hash, config.num_host_blocks) {}
 
 // ─── requests in and out ───────────────────────────────────────────────────────────────────
 
@@ -49,6 +58,10 @@ std::string Scheduler::rejection_reason(const Request& r) const {
   if (r.prompt_len > config_.max_model_len) {
     return "prompt of " + std::to_string(r.prompt_len) + " tokens is longer than the context (" +
            "max_model_len = " + std::to_string(config_.max_model_len) + ")";
+  }
+  if (r.n > config_.max_num_seqs) {
+    return std::to_string(r.n) + " parallel samples need " + std::to_string(r.n) +
+           " running sequences but max_num_seqs = " + std::to_string(config_.max_num_seqs);
   }
   const int blocks = (r.prompt_len + config_.block_size - 1) / config_.block_size;
   if (blocks > config_.num_kv_blocks) {
@@ -78,16 +91,30 @@ void Scheduler::add_request(Request request) {
     return;
   }
   auto owned = std::make_unique<Request>(std::move(request));
+  if (owned->n > 1) groups_[owned->id()].n = owned->n;
   waiting_.push_back(owned.get());
   live_.emplace(owned->id(), std::move(owned));
 }
 
 void Scheduler::retire(Request& r) {
-  if (kv_.contains(r.id())) kv_.free(r.id());
+  if (kv_.contains(r.id()) || kv_.is_swapped(r.id())) kv_.free(r.id());
   ++stats_.num_finished;
   stats_.num_cancelled += r.finish_reason == FinishReason::kCancelled;
   const int64_t id = r.id();
-  finished_.push_back(std::move(r));
+  auto group = groups_.find(r.group_id());
+  if (group == groups_.end()) {
+    finished_.push_back(std::move(r));
+  } else {  // a group is handed out when its last sample finishes, in sample order
+    Group& g = group->second;
+    g.done.push_back(std::move(r));
+    if (--g.live == 0) {
+      std::sort(g.done.begin(), g.done.end(), [](const Request& a, const Request& b) {
+        return a.sample_index < b.sample_index;
+      });
+      for (Request& member : g.done) finished_.push_back(std::move(member));
+      groups_.erase(group);
+    }
+  }
   live_.erase(id);  // destroys the moved-from request; callers have unlinked it from queues
 }
 
@@ -102,14 +129,18 @@ bool Scheduler::cancel(int64_t id, double now_s) {
     }
     return true;
   }
-  Request* r = it->second.get();
-  if (r->status == RequestStatus::kRunning) {
-    running_.erase(std::find(running_.begin(), running_.end(), r));
-  } else {
-    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), r));
+  // A sample cancels its whole group: the samples finish together.
+  for (Request* r : members_of(*it->second)) {
+    if (r->status == RequestStatus::kRunning) {
+      running_.erase(std::find(running_.begin(), running_.end(), r));
+    } else if (r->status == RequestStatus::kSwapped) {
+      swapped_.erase(std::find(swapped_.begin(), swapped_.end(), r));
+    } else {
+      waiting_.erase(std::find(waiting_.begin(), waiting_.end(), r));
+    }
+    finish_request(*r, FinishReason::kCancelled, "cancelled", now_s);
+    retire(*r);
   }
-  finish_request(*r, FinishReason::kCancelled, "cancelled", now_s);
-  retire(*r);
   return true;
 }
 
@@ -122,6 +153,7 @@ std::string Scheduler::capacity_detail() const {
 // ─── schedule ──────────────────────────────────────────────────────────────────────────────
 
 void Scheduler::preempt(Request& victim, SchedulerOutput& out) {
+  victim.draft = {};  // drafts follow the last token; a preempted request starts over
   // BEGIN EXERCISE ch04.1 "Preemption by recomputation" points=15 minutes=30
   // HINT: Free the victim's blocks, forget its computed tokens, mark it kPreempted and count
   // HINT: the preemption (on the request and in stats_). The victim is the newest running
@@ -142,35 +174,80 @@ void Scheduler::preempt(Request& victim, SchedulerOutput& out) {
 }
 
 void Scheduler::schedule_running(SchedulerOutput& out, int& budget, double now_s) {
-  for (size_t i = 0; i < running_.size() && budget > 0;) {
-    Request& r = *running_[i];
-    const int n = std::min(r.seq.num_tokens() - r.seq.num_computed_tokens, budget);
-    // Make room: preempt from the back (newest first) until r's blocks fit or r is the back.
-    while (!kv_.can_append(r.seq, n) && running_.back() != &r) preempt(*running_.back(), out);
-    if (!kv_.can_append(r.seq, n)) {
-      // r is now the newest running request. Either it yields to the older ones before it
-      // (which ends the loop), or it runs alone with the whole pool and still does not fit.
-      if (running_.size() > 1) {
-        preempt(r, out);
-      } else {
-        running_.pop_back();
-        finish_request(r, FinishReason::kLength, capacity_detail(), now_s);
-        retire(r);
+  // Running requests in order; a request's parallel samples (contiguous) are one unit that
+  // gets its rows, keeps its place or is preempted as a whole.
+  for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+    const std::size_t size = running_members(*running_[i]).size();
+    const std::vector<Request*> unit(running_.begin() + std::ptrdiff_t(i),
+                                     running_.begin() + std::ptrdiff_t(i + size));
+    // Rows: each sample as many of its tokens as the budget allows; drafts ride along when
+    // the run reaches the last token.
+    std::vector<int> n(size), k(size);
+    for (std::size_t m = 0, left = std::size_t(budget); m < size; ++m) {
+      const Request& r = *unit[m];
+      const int rest = r.seq.num_tokens() - r.seq.num_computed_tokens;
+      n[m] = std::min(rest, int(left));
+      k[m] = n[m] == rest ? std::min(int(r.draft.tokens.size()), int(left) - n[m]) : 0;
+      left -= std::size_t(n[m] + k[m]);
+    }
+    // Blocks for the tokens (not the drafts: they never cost a preemption), summed over the
+    // samples on today's sharing — an upper bound, as a sample's copy-on-write makes the next
+    // one the sole owner.
+    const auto blocks_needed = [&](std::size_t from) {
+      int blocks = 0;
+      for (std::size_t m = from; m < size; ++m) {
+        if (n[m] > 0) blocks += kv_.num_blocks_to_append(unit[m]->seq, n[m]);
       }
+      return blocks;
+    };
+    const auto fits = [&] { return blocks_needed(0) <= kv_.pool().num_free_blocks(); };
+    // Make room: preempt from the back (newest first; a group as one) until the unit fits or
+    // is the back.
+    while (!fits() && !same_group(*running_.back(), *unit[0])) preempt_group(*running_.back(), out);
+    const bool alone = !fits();
+    // The unit is now the newest. Either it yields to the older ones before it (which ends
+    // the loop), or it runs alone with the whole pool: a sample that still does not fit stops
+    // growing here (finish reason kLength, "KV cache capacity").
+    if (alone && running_.size() > size) {
+      preempt_group(*unit[0], out);
       return;
     }
-    std::vector<BlockCopy> copies = kv_.append_slots(r.seq, n);
-    out.block_copies.insert(out.block_copies.end(), copies.begin(), copies.end());
-    out.add(r, kv_.block_table(r.id()), r.seq.num_computed_tokens, n);
-    budget -= n;
-    ++i;
+    for (std::size_t m = 0; m < size; ++m) {
+      Request& r = *unit[m];
+      if (n[m] == 0) continue;
+      if (alone && !kv_.can_append(r.seq, n[m])) {
+        running_.erase(std::find(running_.begin(), running_.end(), &r));
+        finish_request(r, FinishReason::kLength, capacity_detail(), now_s);
+        retire(r);
+        continue;
+      }
+      // Drafts only where their blocks leave room for the samples after this one.
+      const int room = kv_.pool().num_free_blocks() - blocks_needed(m + 1);
+      if (k[m] > 0 && kv_.num_blocks_to_append(r.seq, n[m], k[m]) > room) k[m] = 0;
+      r.draft.tokens.resize(std::size_t(k[m]));
+      if (!r.draft.q.empty()) r.draft.q.resize(std::size_t(k[m]));
+      // Draft slots are reserved but not cached until verification (KVCacheManager).
+      const std::vector<BlockCopy> copies = kv_.append_slots(r.seq, n[m], k[m]);
+      out.block_copies.insert(out.block_copies.end(), copies.begin(), copies.end());
+      out.add(r, kv_.block_table(r.id()), r.seq.num_computed_tokens, n[m], k[m]);
+      fork_if_prefilled(r, out);
+      budget -= n[m] + k[m];
+    }
+    if (alone) return;
+    i += size;
   }
 }
 
 void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget, double now_s) {
-  while (!waiting_.empty() && budget > 0 &&
-         static_cast<int>(running_.size()) < config_.max_num_seqs) {
+  while (!waiting_.empty() && budget > 0 && num_seats() < config_.max_num_seqs) {
     Request& r = *waiting_.front();
+    if (members_of(r).size() > 1) {  // samples forked earlier, preempted together
+      if (!admit_group(r, out, budget, now_s)) break;
+      continue;
+    }
+    const auto group = groups_.find(r.id());
+    const int seats = group != groups_.end() && !group->second.forked ? r.n : 1;
+    if (num_seats() + seats > config_.max_num_seqs) break;  // room for its samples too
     const int cached = kv_.num_cached_tokens(r.seq);
     const int rest = r.seq.num_tokens() - cached;
     // BEGIN EXERCISE ch04.2 "Chunked prefill: admit what the token budget allows" points=15 minutes=25
@@ -199,6 +276,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget, double now_s
     waiting_.pop_front();
     running_.push_back(&r);
     out.add(r, kv_.block_table(r.id()), r.seq.num_computed_tokens, n);
+    fork_if_prefilled(r, out);
     budget -= n;
   }
 }
@@ -213,7 +291,11 @@ SchedulerOutput Scheduler::schedule(double now_s) {
   schedule_running(out, budget, now_s);
   // After a preemption, admitting new work would only feed the next preemption (vLLM's
   // rule) — unless nothing at all could be scheduled.
-  if (out.preempted_ids.empty() || out.empty()) schedule_waiting(out, budget, now_s);
+  if (out.preempted_ids.empty() || out.empty()) {
+    schedule_swapped(out, budget);
+    if (swapped_.empty()) schedule_waiting(out, budget, now_s);
+  }
+  place_forks();
   step_in_flight_ = true;
   if (!out.empty()) {
     ++stats_.num_steps;
@@ -243,20 +325,58 @@ std::vector<int64_t> Scheduler::update(const SchedulerOutput& output,
     }
     requests.push_back(it->second.get());
   }
-  for (int token : sampled) {
-    if (token < 0) {
-      throw InvalidArgument("Scheduler::update: sampled token " + std::to_string(token) +
-                            " is negative");
+  std::vector<int> accepted(output.seqs.size(), 0);  // drafts kept, per sequence
+  for (size_t i = 0, k = 0; i < output.seqs.size(); ++i) {
+    const ScheduledSequence& s = output.seqs[i];
+    if (s.num_draft_tokens > 0) {
+      accepted[i] = accepted_drafts(s, sampled.data() + k);
+    } else {
+      for (int j = 0; j < s.num_sampled_tokens(); ++j) {
+        if (sampled[k + std::size_t(j)] < 0) {
+          throw InvalidArgument("Scheduler::update: sampled token " +
+                                std::to_string(sampled[k + std::size_t(j)]) + " of request " +
+                                std::to_string(s.seq_id) + " is negative");
+        }
+      }
     }
+    k += std::size_t(s.num_sampled_tokens());
   }
   std::vector<int64_t> done;
   size_t k = 0;
   for (size_t i = 0; i < output.seqs.size(); ++i) {
     const ScheduledSequence& s = output.seqs[i];
     Request& r = *requests[i];
-    r.seq.num_computed_tokens = s.end_pos();
-    if (s.sample && append_token(r, sampled[k++], now_s, config_.max_model_len, detokenize_)) {
-      done.push_back(r.id());
+    const int* entries = sampled.data() + k;
+    k += std::size_t(s.num_sampled_tokens());
+    // KV stands for the run up to the last accepted draft.
+    r.seq.num_computed_tokens = s.end_pos() - s.num_draft_tokens + accepted[i];
+    if (s.num_draft_tokens > 0) {
+      r.num_draft_tokens += s.num_draft_tokens;
+      r.num_accepted_tokens += accepted[i];
+      stats_.num_draft_tokens += s.num_draft_tokens;
+      stats_.num_accepted_tokens += accepted[i];
+      r.draft = {};
+    }
+    if (!s.sample) continue;
+    // The accepted drafts and the token after them, each through the stop rules, as if they
+    // had been sampled one step at a time.
+    bool finished = false;
+    for (int j = 0; j <= accepted[i] && !finished; ++j) {
+      finished = append_token(r, entries[j], now_s, config_.max_model_len, detokenize_);
+    }
+    // Samples forked in this step: their first token, drawn from the same row.
+    for (std::size_t f = 0; f < s.forks.size(); ++f) {
+      Request& child = *live_.at(s.forks[f]->id());
+      if (append_token(child, entries[1 + f], now_s, config_.max_model_len, detokenize_)) {
+        done.push_back(child.id());
+      }
+    }
+    if (finished) {
+      done.push_back(r.id());  // its blocks are freed below, drafts or not
+    } else if (s.num_draft_tokens > 0) {
+      // The accepted drafts' slots stand (and their full blocks are cached now); the
+      // rejected ones go back to the pool through the block manager.
+      kv_.accept_drafts(r.seq, accepted[i]);
     }
   }
   // Unlink the finished from the running list (keeping its order), then hand them out.
@@ -271,11 +391,80 @@ std::vector<int64_t> Scheduler::update(const SchedulerOutput& output,
   return done;
 }
 
+int Scheduler::accepted_drafts(const ScheduledSequence& s, const int* entries) {
+  const int k = s.num_draft_tokens;
+  int emitted = 0;
+  while (emitted <= k && entries[emitted] >= 0) ++emitted;
+  bool ok = emitted >= 1;
+  for (int j = emitted; j <= k; ++j) ok = ok && entries[j] == -1;
+  for (int j = 0; ok && j + 1 < emitted; ++j) {
+    ok = entries[j] == s.request->draft.tokens[std::size_t(j)];
+  }
+  if (!ok) {
+    std::string got;
+    for (int j = 0; j <= k; ++j) got += (j ? " " : "") + std::to_string(entries[j]);
+    throw InvalidArgument("Scheduler::update: request " + std::to_string(s.seq_id) +
+                          " verified " + std::to_string(k) + " drafts but got [" + got +
+                          "]: expected the accepted drafts, one token, then -1 padding");
+  }
+  return emitted - 1;
+}
+
+void Scheduler::propose_drafts(Drafter& drafter) {
+  if (step_in_flight_) {
+    throw std::logic_error("Scheduler::propose_drafts: a step is in flight (call it after update)");
+  }
+  drafter.retain(running_ids());
+  std::vector<DraftRequest> batch;
+  std::vector<Request*> owners;
+  for (Request* r : running_) {
+    if (r->num_speculative_tokens == 0 || !r->draft.tokens.empty()) continue;
+    if (r->seq.num_computed_tokens != r->seq.num_tokens() - 1) continue;  // still prefilling
+    const auto group = groups_.find(r->id());
+    if (group != groups_.end() && !group->second.forked) continue;  // its samples fork first
+    const int left = r->max_tokens - r->num_output_tokens();
+    const int gamma = std::min({r->num_speculative_tokens, left - 1,
+                                config_.max_model_len - 1 - r->seq.num_tokens()});
+    if (gamma < 1) continue;
+    batch.push_back({r, gamma, {}});
+    owners.push_back(r);
+  }
+  if (batch.empty()) return;
+  drafter.propose(batch);
+  const int vocab = drafter.vocab_size();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    speculative::Proposal& p = batch[i].proposal;
+    const std::string who = "Scheduler::propose_drafts: drafter '" + drafter.name() +
+                            "' for request " + std::to_string(owners[i]->id());
+    if (int(p.tokens.size()) > batch[i].gamma) {
+      throw InvalidArgument(who + " proposed " + std::to_string(p.tokens.size()) +
+                            " tokens for gamma " + std::to_string(batch[i].gamma));
+    }
+    if (!p.q.empty() && p.q.size() != p.tokens.size()) {
+      throw InvalidArgument(who + " gave " + std::to_string(p.q.size()) + " q rows for " +
+                            std::to_string(p.tokens.size()) + " tokens");
+    }
+    for (int t : p.tokens) {
+      if (t < 0 || (vocab > 0 && t >= vocab)) {
+        throw InvalidArgument(who + " proposed token " + std::to_string(t) +
+                              " outside its vocabulary");
+      }
+    }
+    owners[i]->draft = std::move(p);
+  }
+}
+
 // ─── inspection ────────────────────────────────────────────────────────────────────────────
 
 std::vector<int64_t> Scheduler::waiting_ids() const {
   std::vector<int64_t> ids;
   for (const Request* r : waiting_) ids.push_back(r->id());
+  return ids;
+}
+
+std::vector<int64_t> Scheduler::swapped_ids() const {
+  std::vector<int64_t> ids;
+  for (const Request* r : swapped_) ids.push_back(r->id());
   return ids;
 }
 
@@ -297,13 +486,33 @@ const Request& Scheduler::request(int64_t id) const {
 std::string Scheduler::check_invariants() const {
   if (std::string kv = kv_.check_invariants(); !kv.empty()) return kv;
   const std::string name = "scheduler: ";
-  if (live_.size() != waiting_.size() + running_.size()) {
+  if (live_.size() != waiting_.size() + running_.size() + swapped_.size()) {
     return name + std::to_string(live_.size()) + " live requests but " +
            std::to_string(waiting_.size()) + " waiting + " + std::to_string(running_.size()) +
-           " running";
+           " running + " + std::to_string(swapped_.size()) + " swapped";
   }
-  if (static_cast<int>(running_.size()) > config_.max_num_seqs) {
-    return name + std::to_string(running_.size()) + " running > max_num_seqs";
+  if (kv_.num_swapped() != static_cast<int>(swapped_.size())) {
+    return name + "the KV manager has " + std::to_string(kv_.num_swapped()) +
+           " swapped tables for " + std::to_string(swapped_.size()) + " swapped requests";
+  }
+  for (const Request* r : swapped_) {
+    if (r->status != RequestStatus::kSwapped || !kv_.is_swapped(r->id()) ||
+        kv_.swapped_table(r->id()).num_tokens() != r->seq.num_computed_tokens) {
+      return name + "swapped request " + std::to_string(r->id()) + " has status " +
+             to_string(r->status) + " or a host table that does not cover its computed tokens";
+    }
+  }
+  if (num_seats() > config_.max_num_seqs) {
+    return name + std::to_string(num_seats()) + " running sequences (samples to fork included) > " +
+           "max_num_seqs";
+  }
+  for (std::size_t i = 1; i < running_.size(); ++i) {  // a group's samples stay together
+    if (!same_group(*running_[i - 1], *running_[i]) &&
+        std::any_of(running_.begin() + std::ptrdiff_t(i), running_.end(),
+                    [&](const Request* r) { return same_group(*r, *running_[i - 1]); })) {
+      return name + "the samples of request " + std::to_string(running_[i - 1]->group_id()) +
+             " are not together in the running list";
+    }
   }
   if (kv_.num_sequences() != static_cast<int>(running_.size())) {
     return name + "the KV manager has " + std::to_string(kv_.num_sequences()) +
@@ -323,7 +532,8 @@ std::string Scheduler::check_invariants() const {
     if (r->status != RequestStatus::kRunning) return who + " has status " + to_string(r->status);
     if (!kv_.contains(r->id())) return who + " has no block table";
     const int slots = kv_.block_table(r->id()).num_tokens();
-    if (slots < r->seq.num_computed_tokens || slots > r->seq.num_tokens() ||
+    const int drafts = step_in_flight_ ? int(r->draft.tokens.size()) : 0;
+    if (slots < r->seq.num_computed_tokens || slots > r->seq.num_tokens() + drafts ||
         (!step_in_flight_ && slots != r->seq.num_computed_tokens)) {
       return who + " has " + std::to_string(slots) + " slots for " +
              std::to_string(r->seq.num_computed_tokens) + " computed of " +

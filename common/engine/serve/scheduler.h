@@ -32,6 +32,30 @@
 ///     more blocks while no other request holds any) finishes with kLength and the detail
 ///     "KV cache capacity: …" — the same tokens it would produce running alone.
 ///
+///  5. Speculative decoding (chapter 7): a decoding request may carry draft tokens
+///     (`Request::draft`, set by `propose_drafts` between steps). It is then scheduled with
+///     1 + k rows, its last token and k drafts; the drafts count against the token budget
+///     (k is cut to fit what is left of it) and need KV slots like any token, but never cost
+///     a preemption: when their blocks are not free the request runs without them. `update`
+///     keeps the accepted drafts, appends the token after them and rolls the rejected rows'
+///     slots back through the block manager (`KVCacheManager::accept_drafts`).
+///  6. Parallel sampling (chapter 7): a request with n > 1 runs as a group. It is admitted
+///     only with room for all n sequences under max_num_seqs; when its prompt is done, the
+///     step forks n − 1 samples from it (`KVCacheManager::fork`: its blocks shared, the
+///     partial last one copied on first write), whose first tokens come from the same row
+///     with their own seeds. The group is preempted as one (the newest group first), and
+///     handed out by `take_finished` when its last sample finishes (each sample's blocks are
+///     freed when it finishes). A group preempted by recomputation is admitted again as one:
+///     every sample at once, with room for all of them.
+///  7. Swap preemption (chapter 7): with `PreemptionMode::kSwap` (or kAuto for a group of
+///     samples, vLLM v0's rule) a victim's blocks are copied to the host pool
+///     (`SchedulerOutput::blocks_to_swap_out`, before the pass) instead of dropped, and it
+///     waits in the swapped queue with its num_computed_tokens kept; when the host pool is
+///     full it is recomputed instead. After the running requests, unless this step preempted,
+///     swapped requests come back first, oldest first (`blocks_to_swap_in`), each with room
+///     for its next row; waiting requests are admitted only when none is swapped out (they
+///     arrived later: FCFS across both queues).
+///
 /// Contract with the executor (from `KVCacheManager`): every slot in a `SchedulerOutput` is
 /// written by the forward pass of that output, each layer's new K/V before that layer's
 /// attention reads, and every block copy is done before the pass.
@@ -44,10 +68,27 @@
 #include <vector>
 
 #include "common/engine/kv/kv_cache_manager.h"
+#include "common/engine/serve/drafter.h"
 #include "common/engine/serve/request.h"
 #include "common/engine/serve/scheduler_output.h"
 
 namespace nanoserve::engine {
+
+/// \brief How a running request gives its KV blocks back when the pool runs out (chapter 7;
+/// vLLM v0's `preemption_mode`).
+enum class PreemptionMode {
+  kRecompute,  ///< free its blocks; recompute its KV from its tokens when admitted again
+  kSwap,       ///< copy its blocks to the host pool, copy them back later (recompute when
+               ///< the host pool is full)
+  /// \brief vLLM v0's default: swap a request with several running samples (recomputing
+  /// them would prefill each sample), recompute a single sequence (cheap, no host copy).
+  kAuto,
+};
+
+/// \brief "recompute", "swap" or "auto".
+const char* to_string(PreemptionMode mode);
+/// \brief Parses "recompute", "swap" or "auto"; throws `InvalidArgument` naming the text.
+PreemptionMode parse_preemption_mode(const std::string& text);
 
 /// \brief Limits of a `Scheduler` and the KV pool it manages.
 ///
@@ -61,9 +102,13 @@ struct SchedulerConfig {
   int num_kv_blocks = 1024;          ///< physical blocks in the KV pool
   int block_size = 16;               ///< tokens per block
   bool enable_prefix_caching = true;  ///< reuse cached full blocks across requests
+  /// \brief Recompute (chapter 4) or swap preempted requests (chapter 7, rule 7).
+  PreemptionMode preemption_mode = PreemptionMode::kRecompute;
+  int num_host_blocks = 0;  ///< blocks of the host pool swapped-out KV waits in
 
-  /// \brief Throws `InvalidArgument` naming the field for non-positive sizes, and when
-  /// chunked prefill is off but max_num_batched_tokens < max_model_len (rule 3).
+  /// \brief Throws `InvalidArgument` naming the field for non-positive sizes, a negative host
+  /// pool, swap preemption without one, and when chunked prefill is off but
+  /// max_num_batched_tokens < max_model_len (rule 3).
   void validate() const;
 };
 
@@ -78,6 +123,10 @@ struct SchedulerStats {
   long long num_cancelled = 0;    ///< requests cancelled
   long long num_finished = 0;     ///< requests finished (any reason)
   long long num_scheduled_tokens = 0;  ///< rows computed, summed over steps
+  long long num_swap_outs = 0;         ///< preemptions by swapping (of a request each)
+  long long num_swap_ins = 0;          ///< requests swapped back in
+  long long num_draft_tokens = 0;      ///< draft rows verified (speculative decoding)
+  long long num_accepted_tokens = 0;   ///< of those, accepted by the rejection rule
 };
 
 /// \brief The continuous-batching scheduler. Owns the KV cache manager and the requests until
@@ -103,20 +152,36 @@ class Scheduler {
   SchedulerOutput schedule(double now_s = 0);
 
   /// \brief Applies a finished forward pass: advances each scheduled request's
-  /// num_computed_tokens, appends `sampled` (one token per sampling sequence of `output`, in
-  /// order) with time `now_s`, applies stop rules, frees finished requests' blocks, and
+  /// num_computed_tokens, appends `sampled` (`num_sampled_tokens()` entries per sampling
+  /// sequence of `output`, in order; see scheduler_output.h) with time `now_s`, applies stop
+  /// rules, rolls back the slots of rejected drafts, frees finished requests' blocks, and
   /// finishes requests cancelled during the step. Throws `InvalidArgument` if `sampled` has
-  /// the wrong size; returns the ids finished in this update.
+  /// the wrong size or a verification's entries are not accepted drafts, one token and -1
+  /// padding; returns the ids finished in this update.
   std::vector<int64_t> update(const SchedulerOutput& output, const std::vector<int>& sampled,
                               double now_s = 0);
 
-  /// \brief Cancels a waiting or running request (finish reason kCancelled, blocks freed).
-  /// During a step (between schedule and update) it takes effect in `update`. Returns false
-  /// when the id is unknown or already finished.
+  /// \brief Speculative decoding: asks `drafter` for the drafts of every running request that
+  /// speculates (`num_speculative_tokens` > 0), has computed all its tokens but the last and
+  /// holds no drafts yet, with γ' = min(γ, tokens left − 1, max_model_len − 1 − tokens) (so
+  /// the bonus token fits the budget and the context); requests with γ' < 1 are skipped. Call
+  /// between `update` and `schedule`. Throws `InvalidArgument` for a proposal longer than γ',
+  /// with q rows that do not match its tokens, or a token outside the drafter's vocabulary.
+  void propose_drafts(Drafter& drafter);
+
+  /// \brief Cancels a waiting or running request (finish reason kCancelled, blocks freed),
+  /// with all its parallel samples. During a step (between schedule and update) it takes
+  /// effect in `update`. Returns false when the id is unknown or already finished.
   bool cancel(int64_t id, double now_s = 0);
 
   /// \brief Whether any request is waiting or running.
-  bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
+  bool has_unfinished() const {
+    return !waiting_.empty() || !running_.empty() || !swapped_.empty();
+  }
+  /// \brief Requests swapped out to the host pool.
+  int num_swapped() const { return static_cast<int>(swapped_.size()); }
+  /// \brief Ids of the swapped queue, front (next to come back) first.
+  std::vector<int64_t> swapped_ids() const;
   /// \brief Requests in the waiting queue (preempted ones included).
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
   /// \brief Requests admitted and holding KV blocks.
@@ -144,7 +209,31 @@ class Scheduler {
  private:
   void schedule_running(SchedulerOutput& out, int& budget, double now_s);
   void schedule_waiting(SchedulerOutput& out, int& budget, double now_s);
+  /// Swap preemption (scheduler_swap.cpp): swaps r's group out, or returns false when the
+  /// mode or the host pool says recompute.
+  bool swap_out_group(Request& r, SchedulerOutput& out);
+  /// Brings swapped requests back, oldest first, while seats and blocks allow.
+  void schedule_swapped(SchedulerOutput& out, int& budget);
   void preempt(Request& victim, SchedulerOutput& out);
+  /// Parallel sampling (scheduler_groups.cpp): the live samples of r's group (r alone when it
+  /// has none), in sample order.
+  std::vector<Request*> members_of(const Request& r) const;
+  /// Its group's running samples (contiguous in running_).
+  std::vector<Request*> running_members(const Request& r) const;
+  static bool same_group(const Request& a, const Request& b) { return a.group_id() == b.group_id(); }
+  /// Running sequences plus the samples running requests will fork (admission counts both).
+  int num_seats() const;
+  /// Preempts r's whole group (its running samples, the back of running_).
+  void preempt_group(Request& r, SchedulerOutput& out);
+  /// Admits the waiting samples of r's group together, or none; false when they must wait.
+  bool admit_group(Request& r, SchedulerOutput& out, int& budget, double now_s);
+  /// Forks r's samples when the step just planned finishes its prompt.
+  void fork_if_prefilled(Request& r, SchedulerOutput& out);
+  /// Puts the samples forked in this step right after their parents in running_.
+  void place_forks();
+  /// Checks the sampled entries of a verification (drafts kept, one token, -1 padding);
+  /// returns how many drafts were accepted.
+  static int accepted_drafts(const ScheduledSequence& s, const int* entries);
   /// Frees a finished request's blocks, counts it and moves it to finished_ (callers have
   /// unlinked it from the queues).
   void retire(Request& r);
@@ -156,9 +245,19 @@ class Scheduler {
   KVCacheManager kv_;
   std::unordered_map<int64_t, std::unique_ptr<Request>> live_;  ///< waiting + running, by id
   std::deque<Request*> waiting_;   ///< FCFS; preempted requests are pushed at the front
+  std::deque<Request*> swapped_;   ///< swapped out, oldest first (a group's samples together)
   std::vector<Request*> running_;  ///< admission order: the back is the preemption victim
   std::vector<Request> finished_;  ///< finished since the last take_finished()
   std::vector<int64_t> cancel_pending_;  ///< cancelled during a step, finished in update()
+  /// Parallel sampling: one per request with n > 1 until its last sample finishes.
+  struct Group {
+    int n = 1;                  ///< samples
+    bool forked = false;        ///< the samples exist (the prompt was done)
+    int live = 1;               ///< samples waiting or running
+    std::vector<Request> done;  ///< finished samples, handed out with the last one
+  };
+  std::unordered_map<int64_t, Group> groups_;  ///< by the request's id
+  std::vector<std::pair<Request*, std::vector<Request*>>> forked_;  ///< this step's forks
   bool step_in_flight_ = false;
   SchedulerStats stats_;
 };

@@ -14,7 +14,8 @@ void order_arrivals(std::vector<Request>& workload, double start_s) {
 }
 
 ServingRun run_continuous(std::vector<Request> workload, const SchedulerConfig& config,
-                          Executor& executor, Clock& clock, const Detokenizer& detokenize) {
+                          Executor& executor, Clock& clock, const Detokenizer& detokenize,
+                          Drafter* drafter) {
   ServingRun run;
   run.start_s = clock.now();
   run.num_kv_blocks = config.num_kv_blocks;
@@ -42,9 +43,13 @@ ServingRun run_continuous(std::vector<Request> workload, const SchedulerConfig& 
     sample.num_waiting = scheduler.num_waiting();
     sample.num_scheduled = static_cast<int>(out.seqs.size());
     sample.num_batched_tokens = out.num_batched_tokens();
+    sample.num_draft_rows = out.num_draft_rows();
     sample.kv_blocks_used = scheduler.kv().pool().num_used_blocks();
+    sample.kv_slots_used = scheduler.kv().metrics().used_slots;
     sample.num_preempted = static_cast<int>(out.preempted_ids.size());
-    if (out.empty()) {
+    sample.host_blocks_used = scheduler.kv().metrics().host_blocks_in_use;
+    const bool swaps = !out.blocks_to_swap_out.empty() || !out.blocks_to_swap_in.empty();
+    if (out.empty() && !swaps) {
       scheduler.update(out, {}, clock.now());
       if (out.preempted_ids.empty() && scheduler.stats().num_finished == finished_before) {
         throw std::logic_error("run_continuous: the scheduler scheduled nothing with " +
@@ -59,8 +64,13 @@ ServingRun run_continuous(std::vector<Request> workload, const SchedulerConfig& 
     sample.time_s = clock.now();
     run.steps.push_back(sample);
     collect();
+    if (drafter != nullptr) scheduler.propose_drafts(*drafter);
   }
   run.num_preemptions = scheduler.stats().num_preemptions;
+  run.num_swap_outs = scheduler.stats().num_swap_outs;
+  run.num_swap_ins = scheduler.stats().num_swap_ins;
+  run.num_draft_tokens = scheduler.stats().num_draft_tokens;
+  run.num_accepted_tokens = scheduler.stats().num_accepted_tokens;
   run.kv = scheduler.kv().metrics();
   run.end_s = run.start_s;
   for (const Request& r : run.requests) run.end_s = std::max(run.end_s, r.finished_s);

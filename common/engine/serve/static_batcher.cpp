@@ -120,6 +120,7 @@ class BatchRunner {
     sample.num_batched_tokens = out.num_batched_tokens();
     sample.num_wasted_rows = out.num_wasted_rows;
     sample.kv_blocks_used = kv_.pool().num_used_blocks();
+    sample.kv_slots_used = kv_.metrics().used_slots;
     run_.waste.useful_rows += out.num_batched_tokens();
 
     const std::vector<int> tokens = executor_.execute(out);
