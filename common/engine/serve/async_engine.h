@@ -107,6 +107,9 @@ class RequestStream {
 };
 
 /// \brief One request as the live view shows it.
+///
+/// \par Example
+/// \snippet tests/ch08/test_examples_async.cpp AsyncEngine
 struct EngineRequestView {
   int64_t id = 0;               ///< request id
   std::string status;           ///< "waiting", "running", "preempted"
