@@ -12,3 +12,12 @@ add_test(NAME ch08.serve_bad_port
          COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_failure.sh" "--port: Value 70000 not in range"
                  $<TARGET_FILE:nanoserve> serve -m synthetic:tiny --port 70000)
 set_tests_properties(ch08.serve_context_too_long ch08.serve_bad_port PROPERTIES LABELS "ch08")
+# The official openai npm client (peers/, pinned), and the tutorial's curl examples.
+add_test(NAME ch08.openai_client
+         COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/ch08/openai_client.sh" $<TARGET_FILE:nanoserve>
+                 "${PROJECT_SOURCE_DIR}")
+add_test(NAME ch08.curl_examples
+         COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/ch08/curl_examples.sh" $<TARGET_FILE:nanoserve>
+                 "${PROJECT_SOURCE_DIR}")
+set_tests_properties(ch08.openai_client ch08.curl_examples PROPERTIES
+  LABELS "ch08" SKIP_RETURN_CODE 77 TIMEOUT 180)
