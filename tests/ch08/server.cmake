@@ -21,3 +21,8 @@ add_test(NAME ch08.curl_examples
                  "${PROJECT_SOURCE_DIR}")
 set_tests_properties(ch08.openai_client ch08.curl_examples PROPERTIES
   LABELS "ch08" SKIP_RETURN_CODE 77 TIMEOUT 180)
+# The live view in headless Chromium (one launch).
+add_test(NAME ch08.live_view_browser
+         COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/ch08/live_view_browser.sh" $<TARGET_FILE:nanoserve>
+                 "${PROJECT_SOURCE_DIR}")
+set_tests_properties(ch08.live_view_browser PROPERTIES LABELS "ch08" SKIP_RETURN_CODE 77 TIMEOUT 180)

@@ -53,6 +53,7 @@ void ApiServer::add_routes() {
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.prometheus(engine_.snapshot()), "text/plain; version=0.0.4");
   });
+  add_live_view_routes();
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_completion(req, res, false);
   });

@@ -61,6 +61,9 @@ struct ModelText {
   std::vector<int> chat_stop_ids;        ///< ids that end a chat turn (EOS, special tokens)
 };
 
+/// \brief The engine's state as the live view's feed sends it (counters, requests, blocks).
+nlohmann::json snapshot_json(const engine::EngineSnapshot& snapshot);
+
 /// \brief The HTTP server (see the file comment).
 class ApiServer {
  public:
@@ -86,6 +89,7 @@ class ApiServer {
 
  private:
   void add_routes();
+  void add_live_view_routes();  // live_view.cpp
   void handle_completion(const httplib::Request& req, httplib::Response& res, bool chat);
   void send_error(httplib::Response& res, const ApiError& e);
   engine::Request build_request(const CompletionRequest& c);

@@ -138,7 +138,14 @@ bool AsyncEngine::drain(double timeout_s) {
 
 EngineSnapshot AsyncEngine::snapshot(bool watch) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (watch) watch_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  if (watch) {
+    // An idle engine runs no step that would fill the views: ask it for them.
+    if (snapshot_.block_ref_cnt.empty() && !refresh_) {
+      refresh_ = true;
+      cv_.notify_all();
+    }
+    watch_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  }
   return snapshot_;
 }
 
@@ -153,9 +160,15 @@ void AsyncEngine::run() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        return stop_ || cancel_all_ || !inbox_.empty() || !cancels_.empty() ||
+        return stop_ || cancel_all_ || refresh_ || !inbox_.empty() || !cancels_.empty() ||
                scheduler_.has_unfinished();
       });
+      if (refresh_) {
+        refresh_ = false;
+        lock.unlock();
+        fill_snapshot(nullptr, 0);
+        lock.lock();
+      }
       if (stop_ && inbox_.empty() && !scheduler_.has_unfinished()) return;
       arrived.swap(inbox_);
       cancels.swap(cancels_);

@@ -234,6 +234,7 @@ class AsyncEngine {
   bool accepting_ = true;
   bool stop_ = false;
   bool cancel_all_ = false;
+  bool refresh_ = false;  // a watcher wants the views of an idle engine
   std::string cancel_detail_;
   EngineSnapshot snapshot_;
   std::chrono::steady_clock::time_point watch_until_{};
