@@ -24,6 +24,9 @@ struct TokenLogprobs {
 /// Throws `InvalidArgument` for a token outside [0, vocab), top_k < 0, vocab <= 0, or a NaN
 /// or +inf logit.
 /// \param logits (vocab) raw logits of one row
+/// \param vocab  number of logits
+/// \param token  the sampled token
+/// \param top_k  how many of the most likely tokens to list (0: none)
 TokenLogprobs token_logprobs(const float* logits, int vocab, int token, int top_k);
 
 }  // namespace nanoserve
