@@ -208,6 +208,18 @@ void AsyncEngine::step() {
   std::vector<Request> finished = scheduler_.take_finished();
   std::unordered_map<int64_t, const Request*> done;
   for (const Request& r : finished) done[r.id()] = &r;
+  auto request_of = [&](int64_t id) -> const Request& {
+    auto it = done.find(id);
+    return it != done.end() ? *it->second : scheduler_.request(id);
+  };
+  for (const ScheduledSequence& s : out.seqs) {
+    if (!s.sample) continue;
+    const Request& r = request_of(s.seq_id);
+    auto sent = sent_.find(r.id());
+    num_generated_ += r.num_output_tokens() - (sent == sent_.end() ? 0 : sent->second);
+  }
+  // The snapshot first: whoever a token or a finish wakes sees the state after this step.
+  fill_snapshot(&out, (now() - t0) * 1e3);
   // Publish from the request itself: what update appended since the stream last heard.
   std::size_t index = 0;
   for (const ScheduledSequence& s : out.seqs) {
@@ -224,12 +236,9 @@ void AsyncEngine::step() {
       const TokenLogprobs* lp =
           last && i < logprobs.size() && logprobs[i].token >= 0 ? &logprobs[i] : nullptr;
       stream->push(ids[static_cast<std::size_t>(k)], lp);
-      ++num_generated_;
     }
     sent = r.num_output_tokens();
   }
-  // The snapshot first: whoever a finish wakes sees the state after this step.
-  fill_snapshot(&out, (now() - t0) * 1e3);
   for (Request& r : finished) finish_one(r);
 }
 
