@@ -9,6 +9,9 @@ packages=(
   libeigen3-dev            # the CPU oracle
   libgtest-dev libgmock-dev googletest
   libcli11-dev             # command lines
+  libcpp-httplib-dev       # `nanoserve serve`: HTTP server, SSE (chapter 8)
+  nginx                    # scripts/serve_cluster.sh: round-robin in front of replicas
+  chromium                 # the live view's browser test (headless, driven by playwright-core)
   nlohmann-json3-dev       # JSON results, config.json, tokenizer.json
   libboost-context-dev     # fibers of the CUDA simulator
   libxxhash-dev            # prefix-cache block hashes

@@ -128,6 +128,11 @@ foreach(chapter ch01 ch02 ch03 ch04 ch05 ch06 ch07)
   endif()
 endforeach()
 
+# Chapter 8 (serving): the engine's server seam (AsyncEngine) and the HTTP server's pieces
+# (apps/nanoserve/server/); the server's end-to-end tests are in tests/ch08/server.cmake.
+nanoserve_add_test_area(ch08 LIBS nanoserve_server nanoserve_harness LABELS ${NANOSERVE_CHAPTER_TEST_LABELS})
+include("${CMAKE_CURRENT_SOURCE_DIR}/ch08/server.cmake")
+
 # bench_kernels (apps/bench_kernels): every benchmark case must run at --quick sizes and write its
 # JSON, an array of rows that each carry their provenance (apps/bench_kernels/bench_report.h). On
 # the cuda backend this needs a GPU, like the `gpu` tests.

@@ -25,5 +25,7 @@ Action add_tokenize(CLI::App& parent);
 Action add_chat(CLI::App& parent);
 /// \brief `nanoserve convert`: a checkpoint written as a llama.cpp GGUF file.
 Action add_convert(CLI::App& parent);
+/// \brief `nanoserve serve`: the OpenAI-compatible HTTP server (chapter 8).
+Action add_serve(CLI::App& parent);
 
 }  // namespace nanoserve::cli

@@ -9,6 +9,7 @@
 //   nanoserve tokenize --model SmolLM2-135M --text "Hello world"
 //   nanoserve chat --model SmolLM2-135M-Instruct --device gpu
 //   nanoserve convert stories260K.bin stories260K.gguf --dtype fp32
+//   nanoserve serve --model stories260K.bin --port 8000
 //
 // Errors (bad flags, bad files, impossible requests) print one line and exit non-zero.
 #include <CLI/CLI.hpp>
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
   for (auto add : {nanoserve::cli::add_generate, nanoserve::cli::add_eval,
                    nanoserve::cli::add_info, nanoserve::cli::add_quantize,
                    nanoserve::cli::add_tokenize, nanoserve::cli::add_chat,
-                   nanoserve::cli::add_convert}) {
+                   nanoserve::cli::add_convert, nanoserve::cli::add_serve}) {
     nanoserve::cli::Action action = add(app);
     actions[app.get_subcommands({}).back()] = std::move(action);
   }

@@ -157,10 +157,10 @@ bad_input_test(tokenizer_directory common ${BI_FAIL} "is a directory, not a regu
                ${BI_RUN} -- ${BI_NS} generate -m synthetic:tiny -z @DIR@)
 bad_input_test(chat_script_directory ch02 ${BI_FAIL} "is a directory, not a regular file \\(the chat script"
                ${BI_RUN} -- ${BI_CH02} multiturn --chats @DIR@)
-bad_input_test(unknown_subcommand common ${BI_FAIL} "'serve' is not a subcommand \\(known: generate, eval, info, quantize, tokenize, chat, convert\\)"
-               ${BI_NS} serve)
-bad_input_test(unknown_subcommand_help common ${BI_FAIL} "'serve' is not a subcommand"
-               ${BI_NS} serve --help)
+bad_input_test(unknown_subcommand common ${BI_FAIL} "'serv' is not a subcommand \\(known: generate, eval, info, quantize, tokenize, chat, convert, serve\\)"
+               ${BI_NS} serv)
+bad_input_test(unknown_subcommand_help common ${BI_FAIL} "'serv' is not a subcommand"
+               ${BI_NS} serv --help)
 # --cost-device takes a name of the roofline table; anything else is refused with the list.
 bad_input_test(unknown_cost_device_ch03 ch03 ${BI_FAIL}
                "--cost-device: unknown device 'h300' \\(known: a100, h100, h200, l4, rtx4090\\)"

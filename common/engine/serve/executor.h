@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/engine/serve/scheduler_output.h"
+#include "common/sampling/logprobs.h"
 
 namespace nanoserve::engine {
 
@@ -39,6 +40,11 @@ class Executor {
   /// block tables, slots and copies travel in it (an executor over real paged KV owns pools
   /// of the scheduler's block count and size from its construction).
   virtual std::vector<int> execute(const SchedulerOutput& output) = 0;
+  /// \brief The log-probabilities of the last `execute`'s tokens, one entry per returned
+  /// token: filled (`TokenLogprobs::token` >= 0) for sequences whose request asked
+  /// (`Request::num_logprobs` >= 0), default-constructed for the others. An executor that
+  /// computes none returns an empty vector (the default).
+  virtual std::vector<TokenLogprobs> take_logprobs() { return {}; }
 };
 
 /// \brief Time in seconds, as the serving loop sees it.

@@ -90,6 +90,7 @@ std::vector<int> ModelExecutor::execute(const SchedulerOutput& output) {
   batch_ = ForwardBatch{};
   batch_samplers_.clear();
   batch_sample_index_.clear();
+  logprobs_.clear();
   // Copy-on-write copies go with the first pass: it writes into their destinations.
   batch_.block_copies = output.block_copies;
 
@@ -149,9 +150,12 @@ void ModelExecutor::run_pass(std::vector<int>& sampled) {
       for (std::size_t i = 0; i < tokens.size(); ++i) {
         sampled[static_cast<std::size_t>(batch_sample_index_[i])] = tokens[i];
       }
+      record_logprobs(nullptr, sampled);
     }
   } else {
-    sample_on_host(runner_.forward(batch_, *cache_), vocab, sampled);
+    const std::vector<float> logits = runner_.forward(batch_, *cache_);
+    sample_on_host(logits, vocab, sampled);
+    record_logprobs(logits.data(), sampled);
   }
   ++num_passes_;
   for (const SequenceChunk& c : batch_.chunks) num_rows_ += c.seq == kPaddingSeq ? 0 : c.num_tokens;
@@ -168,6 +172,25 @@ void ModelExecutor::sample_on_host(const std::vector<float>& logits, int vocab,
     sampled[static_cast<std::size_t>(batch_sample_index_[i])] =
         sample(logits.data() + i * static_cast<std::size_t>(vocab), vocab,
                s.request->seq.sampling, static_cast<std::uint64_t>(s.end_pos()));
+  }
+}
+
+void ModelExecutor::record_logprobs(const float* host_logits, const std::vector<int>& sampled) {
+  const int vocab = model_.config().vocab_size;
+  std::vector<float> row;
+  for (std::size_t i = 0; i < batch_samplers_.size(); ++i) {
+    const int k = batch_samplers_[i]->request->num_logprobs;
+    if (k < 0) continue;
+    const float* logits = host_logits + i * static_cast<std::size_t>(vocab);
+    if (host_logits == nullptr) {  // one row down from the device: only the rows asked for
+      row.resize(static_cast<std::size_t>(vocab));
+      CUDA_CHECK(cudaMemcpy(row.data(), runner_.device_logits() + i * std::size_t(vocab),
+                            row.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      logits = row.data();
+    }
+    if (logprobs_.empty()) logprobs_.resize(sampled.size());
+    const auto index = static_cast<std::size_t>(batch_sample_index_[i]);
+    logprobs_[index] = token_logprobs(logits, vocab, sampled[index], k);
   }
 }
 

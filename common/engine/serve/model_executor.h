@@ -50,6 +50,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/engine/model/device_model.h"
@@ -121,6 +122,10 @@ class ModelExecutor final : public Executor {
   /// `InvalidArgument`s for a plan it refuses (a sequence without a block table, a slot outside
   /// the pool or not where its table says).
   std::vector<int> execute(const SchedulerOutput& output) override;
+  /// \brief The last `execute`'s log-probabilities (see `Executor::take_logprobs`): the
+  /// logit rows of requests that asked are downloaded (device sampling) and log-softmaxed on
+  /// the host; empty when no request of the step asked.
+  std::vector<TokenLogprobs> take_logprobs() override { return std::move(logprobs_); }
 
   /// \brief Forward passes run.
   long long num_passes() const { return num_passes_; }
@@ -139,6 +144,9 @@ class ModelExecutor final : public Executor {
   void run_pass(std::vector<int>& sampled);
   void sample_on_host(const std::vector<float>& logits, int vocab,
                       std::vector<int>& sampled) const;
+  /// The log-probabilities of the pass's sampled rows whose requests asked; `host_logits`
+  /// is null when the logits are still on the device.
+  void record_logprobs(const float* host_logits, const std::vector<int>& sampled);
   void add_padding(int rows, std::vector<int>& sampled);
 
   const DeviceModel& model_;
@@ -152,6 +160,7 @@ class ModelExecutor final : public Executor {
   ForwardBatch batch_;
   std::vector<const ScheduledSequence*> batch_samplers_;
   std::vector<int> batch_sample_index_;
+  std::vector<TokenLogprobs> logprobs_;  // of the last execute (empty: none asked)
   long long num_passes_ = 0;
   long long num_rows_ = 0;
   long long num_wasted_rows_ = 0;

@@ -84,6 +84,10 @@ struct Request {
   std::vector<int> stop_token_ids;        ///< ids that end generation (kept in the output)
   std::vector<std::string> stop_strings;  ///< texts that end generation (cut from the text)
   double arrival_s = 0;                   ///< when the request arrived (the clock's seconds)
+  /// \brief Log-probabilities wanted with each sampled token (`Executor::take_logprobs`):
+  /// -1 none; k >= 0 the token's own and the k most likely tokens' (the OpenAI API's
+  /// `logprobs` / `top_logprobs`).
+  int num_logprobs = -1;
   /// @}
 
   /// @name Where it is
