@@ -17,6 +17,7 @@
 /// Every product is accumulated in fp32 (docs/design.md, "Numbers and precision"); X is widened
 /// to fp32 as it is loaded and Y rounded once, when it is stored.
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
