@@ -28,6 +28,10 @@
 // bytes of an INT4 row per half-warp). Prefill is not bandwidth-bound at these tile sizes, so
 // wider code loads would buy little; tensor-core tiles (Marlin) are what a faster version needs.
 //
+// v03 also takes Epilogue::kSwiGLU over W = [gate; up]: a block's 64 tile columns are the gate
+// and up rows of 32 outputs, interleaved, so a thread's 4×4 tile holds whole (gate, up) pairs
+// and stores silu(gate) · up; v01 and v02 refuse it.
+//
 // Partial tiles (m, n, k not multiples of the tile) load zeros and skip the stores outside Y.
 // launch_gemm and launch_qgemm dispatch to v03. Tests: tests/kernels/test_gemm.cpp and
 // test_qgemm.cpp (every version against oracle::matmul, on the dequantized W for qgemm).
@@ -146,6 +150,20 @@ __global__ void __launch_bounds__(kV03Threads)
     for (int j = 0; j < kTN; ++j) acc[i][j] = 0.0f;
   }
 
+  // The W row behind each tile column this thread loads (n: past the edge, zeros). kSwiGLU
+  // (W = [gate; up], Y with h = n / 2 columns): the block's 64 tile columns are its 32 outputs'
+  // gate and up rows interleaved — gate o, up o, gate o+1, … — so each thread's 4 columns are
+  // two whole (gate, up) pairs and the epilogue needs nothing from another thread.
+  const bool swiglu = epilogue == Epilogue::kSwiGLU;
+  const int n_out = epilogue_out_features(n, epilogue);  // columns of Y
+  int w_row[kV03Loads];
+  NS_UNROLL
+  for (int l = 0; l < kV03Loads; ++l) {
+    const int r = (tid + l * kV03Threads) / kBK;
+    const int o = blockIdx.x * (kBN / 2) + r / 2;  // kSwiGLU: the output of tile column r
+    w_row[l] = !swiglu ? n0 + r : o >= n_out ? n : r % 2 == 0 ? o : n_out + o;
+  }
+
   for (int k0 = 0; k0 < k; k0 += kBK) {
     // Consecutive threads walk k within a row: 16 threads read 64 contiguous bytes of X (and
     // neighbouring weights, or codes of a quantized W).
@@ -156,7 +174,7 @@ __global__ void __launch_bounds__(kV03Threads)
       const int c = e % kBK;
       const int kk = k0 + c;
       const int xr = m0 + r;
-      const int wr = n0 + r;
+      const int wr = w_row[l];
       xs[c][r] = xr < m && kk < k ? to_float(x[static_cast<std::int64_t>(xr) * k + kk]) : 0.0f;
       ws[c][r] = wr < n && kk < k ? w.at(wr, kk) : 0.0f;
     }
@@ -182,6 +200,17 @@ __global__ void __launch_bounds__(kV03Threads)
   NS_UNROLL
   for (int i = 0; i < kTM; ++i) {
     const int row = m0 + ty * kTM + i;
+    if (swiglu) {
+      NS_UNROLL
+      for (int p = 0; p < kTN / 2; ++p) {  // pair p: columns 2p (gate) and 2p + 1 (up)
+        const int col = blockIdx.x * (kBN / 2) + tx * (kTN / 2) + p;
+        if (row < m && col < n_out) {
+          y[static_cast<std::int64_t>(row) * n_out + col] =
+              from_float<Y>(silu_mul(acc[i][2 * p], acc[i][2 * p + 1]));
+        }
+      }
+      continue;
+    }
     NS_UNROLL
     for (int j = 0; j < kTN; ++j) {
       const int col = n0 + tx * kTN + j;
@@ -205,7 +234,7 @@ void launch_row_chunks(void (*kernel)(W, const X*, Y*, int, Epilogue), int tile_
   for (std::int64_t r0 = 0; r0 < m; r0 += rows_per_launch) {
     const int rows = static_cast<int>(m - r0 < rows_per_launch ? m - r0 : rows_per_launch);
     launch(kernel, dim3(grid_x, (rows + tile_m - 1) / tile_m), block, 0, stream, w,
-           x + r0 * w.cols, y + r0 * w.rows, rows, epilogue);
+           x + r0 * w.cols, y + r0 * epilogue_out_features(w.rows, epilogue), rows, epilogue);
   }
 }
 
@@ -229,6 +258,7 @@ void run_gemm(int version, const W& w, const X* x, Y* y, int m, cudaStream_t str
 template <int kVersion, typename T, typename X, typename Y>
 void dense_gemm(const char* op, const T* w, const X* x, Y* y, int m, int n, int k,
                 cudaStream_t stream, Epilogue epilogue) {
+  check_epilogue(op, n, epilogue, kVersion == 3);
   if (check_linear_args(op, w, x, y, m, n, k)) return;
   run_gemm(kVersion, DenseWeights<T>{w, n, k}, x, y, m, stream, epilogue);
 }
@@ -236,6 +266,7 @@ void dense_gemm(const char* op, const T* w, const X* x, Y* y, int m, int n, int 
 template <int kVersion, typename X, typename Y>
 void quant_gemm(const char* op, const QuantizedWeightView& w, const X* x, Y* y, int m,
                 cudaStream_t stream, Epilogue epilogue) {
+  check_epilogue(op, w.rows, epilogue, kVersion == 3);
   if (check_quant_linear_args(op, w, x, y, m, sizeof(X), sizeof(Y))) return;
   run_gemm(kVersion, QuantWeights{w}, x, y, m, stream, epilogue);
 }

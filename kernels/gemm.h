@@ -12,6 +12,9 @@
 /// | v02 | 16×16 tiles of X and W staged in shared memory, each loaded value used 16 times |
 /// | v03 | 64×64 block tiles, each thread computes a 4×4 register tile (2D blocktiling) |
 ///
+/// v03 also takes `Epilogue::kSwiGLU` (W = [gate; up], Y with n / 2 columns: the fused gate+up
+/// projection, kernels/linear_common.cuh); v01 and v02 throw std::invalid_argument.
+///
 /// The numbered versions and launch_gemm_version are built for fp32 activations (A = O = float);
 /// launch_gemm for every activation type A and output O = A or fp32.
 ///

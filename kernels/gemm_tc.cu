@@ -29,6 +29,11 @@
 //        not a multiple of 8) are written synchronously, which is legal in the buffer nobody
 //        reads until the next barrier. Costs twice v02's tile memory (20 KiB per block).
 //
+// v02 and v03 also take Epilogue::kSwiGLU over W = [gate; up] (2h rows): a block owns 32
+// outputs and stages their 32 gate rows and 32 up rows as its 64-row W tile
+// (tile_source_row), so the epilogue finds both sums of an output in the same row of cs and
+// stores silu(gate) · up — the (m, 2h) intermediate never reaches global memory. v01 refuses it.
+//
 // launch_qgemm_tc (W4A16 / W8A16) is v03 over another W loader: QuantTileW dequantizes each
 // (64, 32) tile of W from its codes (qlinear_common.cuh: any group size, act-order) into shared
 // memory, rounded to T once because the tensor core multiplies T, while X's tiles still arrive
@@ -187,28 +192,40 @@ __device__ __forceinline__ void copy_chunk(T* dst, const T* src, int rows, int k
   }
 }
 
-// Fills the X half of a stage with the k tile at k0. Consecutive threads take consecutive
-// chunks of a row: 4 threads read 64 contiguous bytes.
+// The row of the (rows, k) matrix `src` behind tile row r: row0 + r, or — for W = [gate; up]
+// under kSwiGLU (gate_half = h > 0, the block's outputs o0 = row0 / 2 ..) — the gate row of
+// output o0 + r for r < 32 and the up row h + o0 + r - 32 for the rest; `rows` (past the edge:
+// zeros) where the output is past h.
+__device__ __forceinline__ int tile_source_row(int r, int row0, int rows, int gate_half) {
+  if (gate_half == 0) return row0 + r;
+  const int o = row0 / 2 + r % (kBN / 2);
+  return o >= gate_half ? rows : r < kBN / 2 ? o : gate_half + o;
+}
+
+// Fills the X half of a stage with the k tile at k0 (or W's, through tile_source_row).
+// Consecutive threads take consecutive chunks of a row: 4 threads read 64 contiguous bytes.
 template <bool kAsync, typename T>
 __device__ __forceinline__ void load_rows(T* tile, const T* src, int rows, int k, int row0,
-                                          int k0) {
+                                          int k0, int gate_half = 0) {
   NS_UNROLL
   for (int l = 0; l < kChunksPerThread; ++l) {
     const int chunk = static_cast<int>(threadIdx.x) + l * kThreads;
     const int r = chunk / kChunksPerRow;
     const int c = chunk % kChunksPerRow * kChunk;
-    copy_chunk<kAsync>(tile + r * kLds + c, src, rows, k, row0 + r, k0 + c);
+    copy_chunk<kAsync>(tile + r * kLds + c, src, rows, k,
+                       tile_source_row(r, row0, rows, gate_half), k0 + c);
   }
 }
 
-// The W operand of the tiled kernels: how a (kBN, kBK) tile of W gets into shared memory.
-// DenseTileW copies it like X; QuantTileW (the W4A16 / W8A16 kernel) dequantizes it.
+// The W operand of the tiled kernels: how a (kBN, kBK) tile of W gets into shared memory
+// (its rows through tile_source_row: `gate_half` > 0 under kSwiGLU). DenseTileW copies it like
+// X; QuantTileW (the W4A16 / W8A16 kernel) dequantizes it.
 template <typename T>
 struct DenseTileW {
   const T* w;  // (n, k) row-major
   template <bool kAsync>
-  __device__ __forceinline__ void load(T* ws, int n, int k, int n0, int k0) const {
-    load_rows<kAsync>(ws, w, n, k, n0, k0);
+  __device__ __forceinline__ void load(T* ws, int n, int k, int n0, int k0, int gate_half) const {
+    load_rows<kAsync>(ws, w, n, k, n0, k0, gate_half);
   }
 };
 
@@ -219,13 +236,14 @@ template <typename T>
 struct QuantTileW {
   QuantizedWeightView v;  // (n, k) codes, scales, zeros, g_idx
   template <bool kAsync>
-  __device__ __forceinline__ void load(T* ws, int n, int k, int n0, int k0) const {
+  __device__ __forceinline__ void load(T* ws, int n, int k, int n0, int k0, int gate_half) const {
     const T zero = from_float<T>(0.0f);
     for (int e = static_cast<int>(threadIdx.x); e < kBN * kBK; e += kThreads) {
       const int r = e / kBK;
       const int c = e % kBK;
+      const int row = tile_source_row(r, n0, n, gate_half);
       ws[r * kLds + c] =
-          n0 + r < n && k0 + c < k ? from_float<T>(dequantize_element(v, n0 + r, k0 + c)) : zero;
+          row < n && k0 + c < k ? from_float<T>(dequantize_element(v, row, k0 + c)) : zero;
     }
   }
 };
@@ -233,9 +251,9 @@ struct QuantTileW {
 // Fills one stage (xs, then ws) with the k tile at k0.
 template <bool kAsync, typename W, typename T>
 __device__ __forceinline__ void load_tile(T* stage, const T* x, const W& w, int m, int n, int k,
-                                          int m0, int n0, int k0) {
+                                          int m0, int n0, int k0, int gate_half) {
   load_rows<kAsync>(stage, x, m, k, m0, k0);
-  w.template load<kAsync>(stage + kBM * kLds, n, k, n0, k0);
+  w.template load<kAsync>(stage + kBM * kLds, n, k, n0, k0, gate_half);
 }
 
 // The warp's 2x2 accumulators += its slices of one stage.
@@ -264,6 +282,8 @@ __device__ __forceinline__ void mma_stage(FragAcc (&acc)[kFragsM][kFragsN], cons
 
 // Epilogue: accumulators -> cs (shared, over the tiles: the caller has passed a barrier after
 // the last mma_stage) -> Y, one row of the tile per 64 consecutive threads, bounds-checked.
+// kSwiGLU: the tile's columns are 32 gate sums then their 32 up sums (tile_source_row); Y gets
+// silu_mul of each pair, n / 2 columns.
 template <typename OutT>
 __device__ __forceinline__ void store_tile(const FragAcc (&acc)[kFragsM][kFragsN], OutT* y,
                                            int m, int n, int m0, int n0, int warp_m, int warp_n,
@@ -279,6 +299,20 @@ __device__ __forceinline__ void store_tile(const FragAcc (&acc)[kFragsM][kFragsN
     }
   }
   __syncthreads();  // every warp's piece is in cs
+  if (epilogue == Epilogue::kSwiGLU) {
+    // cs columns 0..31 are the gate sums of outputs o0 .., 32..63 their up sums.
+    const int h = n / 2;
+    const int o0 = n0 / 2;
+    for (int e = static_cast<int>(threadIdx.x); e < kBM * (kBN / 2); e += kThreads) {
+      const int r = e / (kBN / 2);
+      const int c = e % (kBN / 2);
+      if (m0 + r < m && o0 + c < h) {
+        y[static_cast<std::int64_t>(m0 + r) * h + o0 + c] =
+            from_float<OutT>(silu_mul(cs[r * kLdc + c], cs[r * kLdc + c + kBN / 2]));
+      }
+    }
+    return;
+  }
   for (int e = static_cast<int>(threadIdx.x); e < kBM * kBN; e += kThreads) {
     const int r = e / kBN;
     const int c = e % kBN;
@@ -300,7 +334,8 @@ __global__ void __launch_bounds__(kThreads)
   const int warp_m = warp / kWarpsN;
   const int warp_n = warp % kWarpsN;
   const int m0 = static_cast<int>(blockIdx.y) * kBM;
-  const int n0 = static_cast<int>(blockIdx.x) * kBN;
+  const int n0 = static_cast<int>(blockIdx.x) * kBN;  // kSwiGLU: outputs n0 / 2 .. n0 / 2 + 31
+  const int gate_half = epilogue == Epilogue::kSwiGLU ? n / 2 : 0;
 
   FragAcc acc[kFragsM][kFragsN];
   NS_UNROLL
@@ -312,21 +347,22 @@ __global__ void __launch_bounds__(kThreads)
   const int tiles = (k + kBK - 1) / kBK;
   if (!kDoubleBuffer) {
     for (int t = 0; t < tiles; ++t) {
-      load_tile<false>(stages, x, w, m, n, k, m0, n0, t * kBK);
+      load_tile<false>(stages, x, w, m, n, k, m0, n0, t * kBK, gate_half);
       __syncthreads();  // the stage is complete
       mma_stage(acc, stages, warp_m, warp_n);
       __syncthreads();  // everyone is done with it before the next tile overwrites it
     }
   } else {
     if (tiles > 0) {
-      load_tile<true>(stages, x, w, m, n, k, m0, n0, 0);
+      load_tile<true>(stages, x, w, m, n, k, m0, n0, 0, gate_half);
       __pipeline_commit();
     }
     for (int t = 0; t < tiles; ++t) {
       T* const current = stages + (t % 2) * kStage;
       if (t + 1 < tiles) {
         // The other stage was last read in iteration t - 1, which ended at a barrier.
-        load_tile<true>(stages + ((t + 1) % 2) * kStage, x, w, m, n, k, m0, n0, (t + 1) * kBK);
+        load_tile<true>(stages + ((t + 1) % 2) * kStage, x, w, m, n, k, m0, n0, (t + 1) * kBK,
+                        gate_half);
         __pipeline_commit();
         __pipeline_wait_prior(1);  // tile t's copies have landed; tile t+1's may be in flight
       } else {
@@ -370,7 +406,7 @@ void launch_rows(void (*kernel)(W, const T*, OutT*, int, int, int, Epilogue), in
   for (std::int64_t r0 = 0; r0 < m; r0 += rows_per_launch) {
     const int rows = static_cast<int>(m - r0 < rows_per_launch ? m - r0 : rows_per_launch);
     launch(kernel, dim3(grid_x, (rows + tile_m - 1) / tile_m), dim3(threads), smem, stream, w,
-           x + r0 * k, y + r0 * n, rows, n, k, epilogue);
+           x + r0 * k, y + r0 * epilogue_out_features(n, epilogue), rows, n, k, epilogue);
   }
 }
 
@@ -401,6 +437,7 @@ void launch_gemm_tc(const T* w, const T* x, OutT* y, int m, int n, int k, cudaSt
                     Epilogue epilogue, int version) {
   const char* const op = "launch_gemm_tc";
   kargs::run_version<kGemmTcVersions>(op, version, [](auto) {});  // throws for a bad version
+  check_epilogue(op, n, epilogue, version >= 2);
   check_args(op, w, x, y, m, n, k);
   if (m == 0 || n == 0) return;
   if (version == 1) {
@@ -431,6 +468,7 @@ void launch_qgemm_tc(const QuantizedWeightView& w, const T* x, OutT* y, int m,
     throw std::invalid_argument(std::string(op) + ": group_size = " +
                                 std::to_string(w.group_size) + " must be >= 1");
   }
+  check_epilogue(op, w.rows, epilogue, true);
   check_args(op, w.qweight, x, y, m, w.rows, w.cols);
   if (m == 0 || w.rows == 0) return;
   if (w.cols > 0 && w.scales == nullptr)

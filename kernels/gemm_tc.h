@@ -21,6 +21,10 @@
 /// `launch_qgemm_tc` is v03 for weight-only quantized W (W4A16 / W8A16): tiles of W are
 /// dequantized into shared memory instead of copied.
 ///
+/// v02, v03 and `launch_qgemm_tc` also take `Epilogue::kSwiGLU` (W = [gate; up] with 2h rows,
+/// Y with h columns: a block stages the gate and up rows of its 32 outputs and stores
+/// silu(gate) · up; kernels/linear_common.cuh); v01 throws std::invalid_argument for it.
+///
 /// The sum is accumulated in fp32 and converted to OutT once: kAccumulate reads Y, adds the
 /// fp32 sum and rounds once (`y = OutT(float(y) + Σ)`), the fused residual add of the `wo` and
 /// `w2` projections.

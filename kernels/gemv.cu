@@ -24,6 +24,9 @@
 //   W row:  | c0 | c1 | … | c31 | c32 | … |      (c = 16 bytes: 4 fp32 or 8 fp16/bf16)
 //             l0   l1       l31   l0          -> each warp-wide load is 512 contiguous bytes
 //
+// v03 also takes Epilogue::kSwiGLU (gemv.cuh: a warp sums a gate row, then its up row, and
+// stores silu(gate) · up); v01 and v02 refuse it.
+//
 // launch_gemv dispatches to v03. Tests: tests/kernels/test_gemv.cpp (every version x dtype
 // against oracle::gemv).
 #include <cstdint>
@@ -100,6 +103,7 @@ constexpr int kV03Unroll = 4;  // chunk loads issued per lane before the first i
 template <int kVersion, typename T, typename X, typename Y>
 void dense_gemv(const char* op, const T* w, const X* x, Y* y, int batch, int out_dim,
                 int in_dim, cudaStream_t stream, Epilogue epilogue) {
+  check_epilogue(op, out_dim, epilogue, kVersion >= 3);
   if (check_linear_args(op, w, x, y, batch, out_dim, in_dim)) return;
   const DenseWeights<T> weights{w, out_dim, in_dim};
   if constexpr (kVersion <= 2) {

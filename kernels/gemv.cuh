@@ -74,10 +74,12 @@ __global__ void gemv_kernel_v02(W w, const X* __restrict__ x, Y* __restrict__ y,
 }
 
 /// \brief Launches v01 (`kVersion` 1) or v02 (2) over element loader `w` for `batch` vectors,
-/// in grids of at most 65535 vectors (the gridDim.y limit).
+/// in grids of at most 65535 vectors (the gridDim.y limit). Neither has a SwiGLU epilogue
+/// (std::invalid_argument).
 template <int kVersion, typename W, typename X, typename Y>
 void launch_gemv_elementwise(const W& w, const X* x, Y* y, int batch,
                              cudaStream_t stream, Epilogue epilogue) {
+  check_epilogue(kVersion == 1 ? "gemv v01" : "gemv v02", w.rows, epilogue, false);
   constexpr int kV01Block = 256;
   for (int b0 = 0; b0 < batch; b0 += kargs::kMaxGridYZ) {
     const int nb = batch - b0 < kargs::kMaxGridYZ ? batch - b0 : kargs::kMaxGridYZ;
@@ -96,32 +98,57 @@ void launch_gemv_elementwise(const W& w, const X* x, Y* y, int batch,
 /// \brief The chunk loop (v03+): warp v of block blk computes the kRows rows from
 /// `(blk · 8 + v) · kRows` on, for `batch <= kBatch` vectors. x (batch, cols), y (batch, rows);
 /// grid (ceil(rows / (8 · kRows))), block 256.
+///
+/// Epilogue::kSwiGLU (W = [gate; up], 2h rows; y (batch, h)): the warp's rows are output rows j
+/// of the h; the loop runs twice, over gate rows j (part 0) and up rows h + j (part 1), so each
+/// weight is still read once and each row sums in the same order as without the fusion. The
+/// gate sums wait in one register per lane (lane r · kBatch + b holds that of row r, vector b)
+/// and reach lane 0 by a shuffle: no shared memory.
 template <typename Chunks, int kBatch, int kRows, int kUnroll, typename X, typename Y>
 __global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
     gemv_chunk_kernel(Chunks w, const X* __restrict__ x, Y* __restrict__ y, int batch,
                       Epilogue epilogue) {
+  static_assert(kRows * kBatch <= kWarp, "one lane per gate sum of the SwiGLU epilogue");
+  const bool swiglu = epilogue == Epilogue::kSwiGLU;
+  const int out_rows = epilogue_out_features(w.rows, epilogue);  // rows of y
   const int lane = threadIdx.x % kWarp;
   const int row0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp) * kRows;
-  if (row0 >= w.rows) return;  // the whole warp leaves together: its shuffles stay full-mask
-  int row_of[kRows];
-  NS_UNROLL
-  for (int r = 0; r < kRows; ++r) {
-    // A warp past the last row re-reads that row (branch-free); its sums are never stored.
-    row_of[r] = row0 + r < w.rows ? row0 + r : w.rows - 1;
-  }
+  if (row0 >= out_rows) return;  // the whole warp leaves together: its shuffles stay full-mask
   float acc[kRows][kBatch];
-  NS_UNROLL
-  for (int r = 0; r < kRows; ++r) {
+  float gate_of_lane = 0.0f;  // kSwiGLU: the gate sum of (row lane / kBatch, vector lane % kBatch)
+  const int parts = swiglu ? 2 : 1;
+  for (int part = 0; part < parts; ++part) {
+    int row_of[kRows];
     NS_UNROLL
-    for (int b = 0; b < kBatch; ++b) acc[r][b] = 0.0f;
-  }
-  const int chunks = w.chunks();
-  int c = lane;
-  for (; c + (kUnroll - 1) * kWarp < chunks; c += kUnroll * kWarp) {
-    w.template accumulate<kBatch, kRows, kUnroll>(row_of, x, batch, c, acc);
-  }
-  for (; c < chunks; c += kWarp) {  // tail: fewer than kUnroll chunks left for this lane
-    w.template accumulate<kBatch, kRows, 1>(row_of, x, batch, c, acc);
+    for (int r = 0; r < kRows; ++r) {
+      // A warp past the last row re-reads that row (branch-free); its sums are never stored.
+      row_of[r] = part * out_rows + (row0 + r < out_rows ? row0 + r : out_rows - 1);
+    }
+    NS_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      NS_UNROLL
+      for (int b = 0; b < kBatch; ++b) acc[r][b] = 0.0f;
+    }
+    const int chunks = w.chunks();
+    int c = lane;
+    for (; c + (kUnroll - 1) * kWarp < chunks; c += kUnroll * kWarp) {
+      w.template accumulate<kBatch, kRows, kUnroll>(row_of, x, batch, c, acc);
+    }
+    for (; c < chunks; c += kWarp) {  // tail: fewer than kUnroll chunks left for this lane
+      w.template accumulate<kBatch, kRows, 1>(row_of, x, batch, c, acc);
+    }
+    if (part + 1 < parts) {  // kSwiGLU, gate half done: keep its sums for the epilogue
+      NS_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        NS_UNROLL
+        for (int b = 0; b < kBatch; ++b) {
+          if (b < batch) {  // same on every lane: not divergent
+            const float sum = warp_sum(acc[r][b]);
+            if (lane == r * kBatch + b) gate_of_lane = sum;
+          }
+        }
+      }
+    }
   }
   NS_UNROLL
   for (int r = 0; r < kRows; ++r) {
@@ -129,27 +156,35 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
     for (int b = 0; b < kBatch; ++b) {
       if (b < batch) {  // same on every lane: not divergent
         const float sum = warp_sum(acc[r][b]);
-        if (lane == 0 && row0 + r < w.rows) {
-          apply_epilogue(&y[static_cast<std::int64_t>(b) * w.rows + row0 + r], sum, epilogue);
+        const float gate = swiglu ? __shfl_sync(0xffffffffu, gate_of_lane, r * kBatch + b) : 0.0f;
+        if (lane == 0 && row0 + r < out_rows) {
+          Y* out = &y[static_cast<std::int64_t>(b) * out_rows + row0 + r];
+          if (swiglu) {
+            *out = from_float<Y>(silu_mul(gate, sum));
+          } else {
+            apply_epilogue(out, sum, epilogue);
+          }
         }
       }
     }
   }
 }
 
-/// \brief Runs the chunk loop over `w` for any batch: passes of at most kGemvMaxBatch vectors
+/// \brief Runs the chunk loop over `w` for any batch and epilogue (kSwiGLU: y has w.rows / 2
+/// columns; the caller checked that w.rows is even): passes of at most kGemvMaxBatch vectors
 /// (each reading W again), each launched for the smallest batch tier (1, 4, 16) that holds it
 /// — the accumulators live in registers, so their count is a compile-time constant, and a
 /// kernel sized for 16 vectors would waste registers (occupancy) at batch 1.
 template <int kRows, int kUnroll, typename Chunks, typename X, typename Y>
 void launch_gemv_chunks(const Chunks& w, const X* x, Y* y, int batch,
                         cudaStream_t stream, Epilogue epilogue) {
-  const dim3 grid(kargs::blocks_for(w.rows, kWarpsPerBlock * kRows));
+  const dim3 grid(
+      kargs::blocks_for(epilogue_out_features(w.rows, epilogue), kWarpsPerBlock * kRows));
   const dim3 block(kWarpsPerBlock * kWarp);
   for (int b0 = 0; b0 < batch; b0 += kGemvMaxBatch) {
     const int nb = batch - b0 < kGemvMaxBatch ? batch - b0 : kGemvMaxBatch;
-    const X* xb = x + static_cast<std::int64_t>(b0) * w.cols;  // (nb, cols)
-    Y* yb = y + static_cast<std::int64_t>(b0) * w.rows;        // (nb, rows)
+    const X* xb = x + static_cast<std::int64_t>(b0) * w.cols;                      // (nb, cols)
+    Y* yb = y + static_cast<std::int64_t>(b0) * epilogue_out_features(w.rows, epilogue);
     if (nb <= 1) {
       launch(gemv_chunk_kernel<Chunks, 1, kRows, kUnroll, X, Y>, grid, block, 0, stream,
              w, xb, yb, nb, epilogue);

@@ -12,6 +12,9 @@
 /// | v02 | one warp per row: coalesced loads, `__shfl_xor_sync` reduction |
 /// | v03 | 16-byte loads, several in flight per lane, 8 rows per block, batch ≤ 16 in registers |
 ///
+/// v03 also takes `Epilogue::kSwiGLU` (W = [gate; up], y with out_dim / 2 columns: the fused
+/// gate+up projection, kernels/linear_common.cuh); v01 and v02 throw std::invalid_argument.
+///
 /// The kernels (kernels/gemv.cuh) are written once over a weight loader and also serve the
 /// quantized GEMV (kernels/qgemv.h), whose v01–v03 are these versions over dequantized weights.
 /// The numbered versions and launch_gemv_version are built for fp32 activations (A = O = float);

@@ -27,7 +27,9 @@ inline constexpr int kLinearGemvMaxRows = 16;
 /// when W and X are both fp16 or both bf16 (and Y is that type or fp32), else GEMM v03 on CUDA
 /// cores. X is widened to fp32 on load (the tensor cores multiply the 16-bit values exactly), the
 /// sum kept in fp32 and rounded to O once on store; kAccumulate widens the old Y, adds, rounds
-/// once. Throws std::invalid_argument for negative sizes or null buffers.
+/// once. `Epilogue::kSwiGLU` (W = [gate; up], n even, Y with n / 2 columns) runs on every one of
+/// these paths. Throws std::invalid_argument for negative sizes, null buffers or an odd n under
+/// kSwiGLU.
 /// \tparam T storage type of W: float, __half or __nv_bfloat16
 /// \tparam A storage type of X (activations): float, __half or __nv_bfloat16
 /// \tparam O storage type of Y: A, or float (fp32 logits from A activations)

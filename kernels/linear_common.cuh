@@ -17,6 +17,7 @@
 /// Every product is accumulated in fp32 (docs/design.md, "Numbers and precision"); X is widened
 /// to fp32 as it is loaded and Y rounded once, when it is stored.
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -31,14 +32,50 @@ namespace nanoserve {
 ///
 /// `kAccumulate` fuses the residual add that follows the attention output (`wo`) and MLP down
 /// (`w2`) projections into the matmul: `x += W h` without a second pass over `x`.
+///
+/// `kSwiGLU` fuses the Llama MLP's gate into the gate+up projection. W is the two projections
+/// stacked, `[W1; W3]` with 2·h rows (gate rows 0..h-1, up rows h..2h-1), and Y has h columns:
+/// ```
+///   Y[r][j] = silu(X[r] · W[j]) · (X[r] · W[h + j])      (silu_mul, in fp32, rounded once)
+/// ```
+/// so the (rows, 2·h) gate/up intermediate is never written. The kernels that support it pair
+/// output j with its gate and up rows themselves (kernels/README.md, "Fusions"); the others throw.
 enum class Epilogue {
   kStore,       ///< Y = X Wᵀ (Y's previous contents are never read)
   kAccumulate,  ///< Y += X Wᵀ
+  kSwiGLU,      ///< Y = silu(X W[0, h)ᵀ) ⊙ X W[h, 2h)ᵀ, W with 2h rows, Y with h columns
 };
 
-/// \brief Writes one output element of storage type Y according to `epilogue`, rounding once:
-/// kStore writes `Y(value)`, kAccumulate loads the old value, widens it, adds `value` in fp32
-/// and rounds the sum (for Y = float: exactly `*out += value`).
+/// \brief `silu(g) · u = g / (1 + e^-g) · u` in fp32: the formula of `oracle::swiglu`, term for
+/// term. The SwiGLU kernel (kernels/swiglu.cu) and every fused SwiGLU epilogue call this one
+/// function, so in fp32 the fused and unfused MLPs give bitwise the same values.
+__device__ __forceinline__ float silu_mul(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
+/// \brief Columns of Y for a W of `w_rows` rows: `w_rows / 2` under kSwiGLU, else `w_rows`.
+__host__ __device__ __forceinline__ int epilogue_out_features(int w_rows, Epilogue epilogue) {
+  return epilogue == Epilogue::kSwiGLU ? w_rows / 2 : w_rows;
+}
+
+/// \brief Checks the epilogue of a launch with W of `w_rows` rows: kSwiGLU needs a kernel that
+/// supports it (`swiglu_ok`) and an even `w_rows` (gate and up halves). Throws
+/// std::invalid_argument naming `op` otherwise.
+inline void check_epilogue(const char* op, int w_rows, Epilogue epilogue, bool swiglu_ok) {
+  if (epilogue != Epilogue::kSwiGLU) return;
+  if (!swiglu_ok) {
+    throw std::invalid_argument(std::string(op) + ": this version has no SwiGLU epilogue (the "
+                                "versions the engine runs do: GEMV v03+, GEMM v03, tensor-core "
+                                "GEMM v02+)");
+  }
+  if (w_rows % 2 != 0) {
+    throw std::invalid_argument(std::string(op) + ": a SwiGLU epilogue needs W = [gate; up] "
+                                "with an even number of rows, got " + std::to_string(w_rows));
+  }
+}
+
+/// \brief Writes one output element of storage type Y according to `epilogue` (kStore or
+/// kAccumulate; a kSwiGLU output is written by its kernel), rounding once: kStore writes
+/// `Y(value)`, kAccumulate loads the old value, widens it, adds `value` in fp32 and rounds the
+/// sum (for Y = float: exactly `*out += value`).
 template <typename Y>
 __host__ __device__ __forceinline__ void apply_epilogue(Y* out, float value, Epilogue epilogue) {
   if (epilogue == Epilogue::kAccumulate) {

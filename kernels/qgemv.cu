@@ -37,6 +37,9 @@
 // An exllama-style fix for act-order (sort the columns by group when loading, permute x to
 // match) would put act-order models on the chunk path; it is left as an exercise.
 //
+// v03–v06 also take Epilogue::kSwiGLU over W = [gate; up] (the chunk loop's, gemv.cuh: with
+// two rows per warp, rows j, j+1 of the gate half and then of the up half).
+//
 // launch_qgemv dispatches to v06. Tests: tests/kernels/test_qgemv.cpp (every version × bits ×
 // symmetric/asymmetric × group size × act-order against oracle::matmul on the dequantized W).
 #include <cstdint>
@@ -87,6 +90,7 @@ void run_chunked(const QuantizedWeightView& w, const X* x, Y* y, int batch,
 template <int kVersion, typename X, typename Y>
 void quant_gemv(const char* op, const QuantizedWeightView& w, const X* x, Y* y,
                 int batch, cudaStream_t stream, Epilogue epilogue) {
+  check_epilogue(op, w.rows, epilogue, kVersion >= 3);
   if (check_quant_linear_args(op, w, x, y, batch, sizeof(X), sizeof(Y))) return;
   if constexpr (kVersion <= 2) {
     gemv_detail::launch_gemv_elementwise<kVersion>(QuantWeights{w}, x, y, batch, stream,

@@ -26,6 +26,9 @@
 /// general path (the same chunk loop, one element at a time, group looked up per element):
 /// correct for every shape, only slower.
 ///
+/// v03–v06 also take `Epilogue::kSwiGLU` (W = [gate; up], y with rows / 2 columns: the fused
+/// gate+up projection of chapter 5's models); v01 and v02 throw std::invalid_argument.
+///
 /// The numbered versions and launch_qgemv_version are built for fp32 activations (A = O =
 /// float); launch_qgemv for every activation type A (true W4A16 / W8A16 with fp16/bf16) and
 /// output O = A or fp32.

@@ -24,8 +24,9 @@ inline constexpr int kQuantLinearGemvMaxRows = 16;
 ///
 /// launch_qgemv for `m <= kQuantLinearGemvMaxRows`; beyond, launch_qgemm_tc (tensor cores,
 /// W's tiles dequantized into A: kernels/gemm_tc.h) for fp16/bf16 activations and launch_qgemm
-/// for fp32 ones. Throws
-/// std::invalid_argument for a bad view or buffer (`check_quant_linear_args`).
+/// for fp32 ones; each takes `Epilogue::kSwiGLU` too (W = [gate; up], y with w.rows / 2
+/// columns). Throws std::invalid_argument for a bad view or buffer (`check_quant_linear_args`)
+/// or an odd w.rows under kSwiGLU.
 /// \param w        quantized weights W (n = w.rows, k = w.cols), see QuantizedWeightView
 /// \param x        (m, k) device inputs in activation type A (fp32, fp16, bf16)
 /// \param y        (m, n) device outputs in O (A, or fp32); must not alias x or W's arrays

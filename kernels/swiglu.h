@@ -2,6 +2,11 @@
 /// \file
 /// \brief The SwiGLU gate of the Llama MLP (Shazeer 2020): `out = silu(gate) * up` on activations
 /// (fp32, fp16 or bf16), between the W1/W3 projections and W2.
+///
+/// | version | idea it adds |
+/// |---|---|
+/// | v01 `launch_swiglu` | one element per thread over the stored gate and up activations |
+/// | v02 `Epilogue::kSwiGLU` | no kernel of its own: the epilogue of the gate+up projection over W = [W1; W3] (`launch_linear`, `launch_quant_linear`), so gate and up are never stored |
 
 #include <cstdint>
 

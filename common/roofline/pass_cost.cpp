@@ -148,20 +148,37 @@ PassCost pass_cost(const ModelConfig& c, const PassShape& shape, const Precision
   add("embedding", 1, T * d * p.dense_bytes, 0, T * d * act, 0, false);  // gather T rows
   // RMSNorm: read x and write x·w/rms; ~4 FLOPs per element (square, sum, scale, weight).
   add("attn_norm", L, d * p.dense_bytes, 0, 2 * T * d * act, 4 * T * d, false);
-  add("qkv_proj", L, p.linear_bytes(q + 2 * kv, d), 0, T * d * act + T * (q + 2 * kv) * act,
-      2 * T * d * (q + 2 * kv), true);
-  // RoPE on q and k (3 FLOPs per element: a 2x2 rotation per pair), then K and V appended to
-  // the cache in the KV type; q is rewritten in place.
-  add("rope_kv_append", L, 0, T * 2 * kv * p.kv_bytes, T * (q + 2 * kv) * act + T * q * act,
-      3 * T * (q + kv), false);
+  if (a.fused) {
+    // One GEMM over [Wq; Wk; Wv]: xn read once, q | k | v written.
+    add("qkv_proj", L, p.linear_bytes(q + 2 * kv, d), 0, T * d * act + T * (q + 2 * kv) * act,
+        2 * T * d * (q + 2 * kv), true);
+    // RoPE on q and k (3 FLOPs per element: a 2x2 rotation per pair) on the way from the
+    // projection's rows to the rotated q and to the cache (K and V in the KV type).
+    add("rope_kv_append", L, 0, T * 2 * kv * p.kv_bytes, T * (q + 2 * kv) * act + T * q * act,
+        3 * T * (q + kv), false);
+  } else {
+    // Three GEMMs, each reading xn; RoPE in place on q and k; the append reads k and v again.
+    add("q_proj", L, p.linear_bytes(q, d), 0, T * d * act + T * q * act, 2 * T * d * q, true);
+    add("k_proj", L, p.linear_bytes(kv, d), 0, T * d * act + T * kv * act, 2 * T * d * kv, true);
+    add("v_proj", L, p.linear_bytes(kv, d), 0, T * d * act + T * kv * act, 2 * T * d * kv, true);
+    add("rope", L, 0, 0, 2 * T * (q + kv) * act, 3 * T * (q + kv), false);
+    add("kv_append", L, 0, T * 2 * kv * p.kv_bytes, T * 2 * kv * act, 0, false);
+  }
   add("attention", L, 0, kv_read, 2 * T * q * act, attn_flops, true);
   // Output projection with the residual add in its epilogue (read x, write x + Wo·attn).
   add("o_proj", L, p.linear_bytes(d, q), 0, T * q * act + 2 * T * d * act, 2 * T * q * d + T * d,
       true);
   add("ffn_norm", L, d * p.dense_bytes, 0, 2 * T * d * act, 4 * T * d, false);
-  // Gate and up as one GEMM, SwiGLU (silu(g)·u, ~5 FLOPs) in the epilogue: writes T × hidden.
-  add("gate_up_proj", L, p.linear_bytes(2 * h, d), 0, T * d * act + T * h * act,
-      4 * T * d * h + 5 * T * h, true);
+  if (a.fused) {
+    // Gate and up as one GEMM, SwiGLU (silu(g)·u, ~5 FLOPs) in the epilogue: writes T × hidden.
+    add("gate_up_proj", L, p.linear_bytes(2 * h, d), 0, T * d * act + T * h * act,
+        4 * T * d * h + 5 * T * h, true);
+  } else {
+    // Two GEMMs writing gate and up, then SwiGLU reading both and writing h.
+    add("gate_proj", L, p.linear_bytes(h, d), 0, T * d * act + T * h * act, 2 * T * d * h, true);
+    add("up_proj", L, p.linear_bytes(h, d), 0, T * d * act + T * h * act, 2 * T * d * h, true);
+    add("swiglu", L, 0, 0, 3 * T * h * act, 5 * T * h, false);
+  }
   add("down_proj", L, p.linear_bytes(d, h), 0, T * h * act + 2 * T * d * act, 2 * T * h * d + T * d,
       true);
   // Only the rows that sample go through the final norm and the classifier (dense, as the

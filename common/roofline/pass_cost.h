@@ -10,12 +10,18 @@
 /// scales and zero points), the KV cache read by attention and written by the new rows in the
 /// KV type, and every activation a kernel reads or writes in the activation type (logits in
 /// fp32). FLOPs: 2 per multiply-add of the GEMMs and attention (QKᵀ and PV, causal), a few per
-/// element for norms, RoPE, SwiGLU and sampling. The kernel set is the fused one of issue 21's
-/// device path (one QKV GEMM, gate+up with SwiGLU in its epilogue, RoPE with the KV append):
+/// element for norms, RoPE, SwiGLU and sampling. The kernel set is the engine's fused one (one
+/// QKV GEMM, gate+up with SwiGLU in its epilogue, RoPE with the KV append; kernels/README.md,
+/// "Fusions"):
 ///
 ///     embedding → per layer × L: attn_norm, qkv_proj, rope_kv_append, attention, o_proj,
 ///                                 ffn_norm, gate_up_proj, down_proj
 ///               → final_norm, lm_head, sampling            (4 + 8L launches)
+///
+/// or, with `Assumptions::fused` off, the unfused one it replaced, to see what the fusions save:
+///
+///     per layer: attn_norm, q_proj, k_proj, v_proj, rope, kv_append, attention, o_proj,
+///                ffn_norm, gate_proj, up_proj, swiglu, down_proj      (4 + 13L launches)
 ///
 /// What it leaves out, on purpose: caches (every byte comes from DRAM once; weights never fit
 /// L2 across layers), the tail effects of small grids (a 1-row GEMV on 132 SMs is assumed to
@@ -56,8 +62,11 @@ struct Assumptions {
   bool cuda_graph = false;                       ///< the pass replayed as one graph
   double graph_launch_s = kGraphLaunchSeconds;   ///< per pass, with `cuda_graph`
   double graph_node_s = kGraphNodeSeconds;       ///< per kernel, with `cuda_graph`
-  /// \brief The ideal machine: all of the peaks, no launch cost.
-  static Assumptions ideal() { return {1.0, 1.0, 0.0, false, 0.0, 0.0}; }
+  /// \brief The engine's fused kernel set (true) or the unfused one (separate q/k/v and
+  /// gate/up projections, RoPE, KV append and SwiGLU kernels: see the file comment).
+  bool fused = true;
+  /// \brief The ideal machine: all of the peaks, no launch cost (fused kernels).
+  static Assumptions ideal() { return {1.0, 1.0, 0.0, false, 0.0, 0.0, true}; }
 };
 
 /// \brief How the pass stores what it moves.

@@ -12,11 +12,16 @@
 namespace nanoserve::engine {
 namespace {
 
+std::vector<float> stacked(const std::vector<const std::vector<float>*>& parts) {
+  std::vector<float> all;
+  for (const std::vector<float>* p : parts) all.insert(all.end(), p->begin(), p->end());
+  return all;
+}
+
 TEST(Ch01DeviceModel, Fp32WeightsArriveBitForBit) {
   NANOSERVE_REQUIRE_DEVICE();
   const Model m = load_model_bundle("synthetic:tiny").model;
   const DeviceModel d(m, DType::kF32);
-  EXPECT_EQ(d.layer(0).wq->tensors().front()->to_host_floats(), m.layers[0].wq);
   EXPECT_EQ(d.layer(3).w2->tensors().front()->to_host_floats(), m.layers[3].w2);
   EXPECT_EQ(d.final_norm().to_host_floats(), m.final_norm);
   EXPECT_EQ(d.token_embedding().to_host_floats(), m.token_embedding);
@@ -27,17 +32,40 @@ TEST(Ch01DeviceModel, Fp16WeightsAreTheHostWeightsRoundedOnce) {
   const Model m = load_model_bundle("synthetic:tiny").model;
   const DeviceModel d(m, DType::kF16);
   const Model rounded = round_weights(m, DType::kF16);
-  const std::vector<float> got = d.layer(1).wk->tensors().front()->to_host_floats();
-  EXPECT_EQ(got, rounded.layers[1].wk);
+  const std::vector<float> got = d.layer(1).wo->tensors().front()->to_host_floats();
+  EXPECT_EQ(got, rounded.layers[1].wo);
   // Rounding to nearest fp16 moves a value by at most half an ulp: 2^-11 relative.
   int changed = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    const float want = m.layers[1].wk[i];
+    const float want = m.layers[1].wo[i];
     EXPECT_LE(std::fabs(got[i] - want), std::ldexp(std::fabs(want), -11)) << i;
     changed += got[i] != want;
   }
   EXPECT_GT(changed, 0);  // the weights really were rounded
   EXPECT_EQ(d.layer(1).attn_norm.dtype(), DType::kF16);  // the norms too
+}
+
+// The projections that share an input arrive as one matrix each, rows in order: [Wq; Wk; Wv]
+// and [W1; W3] (what the fused QKV and gate+up launches read), the parts dropped.
+TEST(Ch01DeviceModel, SharedInputProjectionsAreStackedRowWise) {
+  NANOSERVE_REQUIRE_DEVICE();
+  const Model m = load_model_bundle("synthetic:tiny").model;
+  const ModelConfig& c = m.config;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    const DeviceModel d(m, dtype);
+    const Model rounded = round_weights(m, dtype);
+    for (int l = 0; l < c.n_layers; ++l) {
+      const DeviceLayer& w = d.layer(l);
+      const LayerWeights& r = rounded.layers[std::size_t(l)];
+      ASSERT_TRUE(w.wqkv && w.w13);
+      EXPECT_FALSE(w.wq || w.wk || w.wv || w.w1 || w.w3);
+      EXPECT_EQ(w.wqkv->out_features(), c.q_dim() + 2 * c.kv_dim());
+      EXPECT_EQ(w.w13->out_features(), 2 * c.hidden_dim);
+      EXPECT_EQ(w.wqkv->tensors().front()->to_host_floats(), stacked({&r.wq, &r.wk, &r.wv}));
+      EXPECT_EQ(w.w13->tensors().front()->to_host_floats(), stacked({&r.w1, &r.w3}));
+      EXPECT_EQ(w.linears().size(), 4u);  // wqkv, wo, w13, w2
+    }
+  }
 }
 
 TEST(Ch01DeviceModel, WeightBytesCountEveryTensorOnce) {

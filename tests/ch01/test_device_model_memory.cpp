@@ -156,7 +156,7 @@ TEST(Ch01DeviceModelMemory, StreamedTinyStoriesEqualsTheUploadOfTheHostModel) {
   });
   EXPECT_EQ(a.token_embedding().to_host_floats(), b.token_embedding().to_host_floats());
   for (int l = 0; l < host.config.n_layers; ++l) {
-    for (auto member : {&DeviceLayer::wq, &DeviceLayer::wk, &DeviceLayer::wo, &DeviceLayer::w2}) {
+    for (auto member : {&DeviceLayer::wqkv, &DeviceLayer::wo, &DeviceLayer::w13, &DeviceLayer::w2}) {
       EXPECT_EQ((a.layer(l).*member)->tensors().front()->to_host_floats(),
                 (b.layer(l).*member)->tensors().front()->to_host_floats())
           << "layer " << l;

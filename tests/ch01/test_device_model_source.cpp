@@ -25,7 +25,7 @@ TEST(Ch01DeviceModelSource, SyntheticTensorsUploadedOneByOneEqualTheHostModel) {
   EXPECT_EQ(from_source.token_embedding().to_host_floats(),
             from_host.token_embedding().to_host_floats());
   for (int l = 0; l < c.n_layers; ++l) {
-    for (auto member : {&DeviceLayer::wq, &DeviceLayer::wo, &DeviceLayer::w2}) {
+    for (auto member : {&DeviceLayer::wqkv, &DeviceLayer::wo, &DeviceLayer::w13, &DeviceLayer::w2}) {
       const auto* a = (from_source.layer(l).*member)->tensors().front();
       const auto* b = (from_host.layer(l).*member)->tensors().front();
       EXPECT_EQ(a->to_host_floats(), b->to_host_floats()) << "layer " << l;

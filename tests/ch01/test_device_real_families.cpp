@@ -2,7 +2,6 @@
 // Llama 3.1's llama3 (and linear) RoPE scaling, against the oracle on the same weights.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
@@ -14,41 +13,11 @@
 #include "common/oracle/forward.h"
 #include "common/tolerances.h"
 #include "engine_test_support.h"
+#include "family_model.h"
 #include "test_support.h"
 
 namespace nanoserve::engine {
 namespace {
-
-/// A random 2-layer GQA model; with `biases`, Qwen2's q/k/v biases (seeded uniform values).
-Model family_model(bool biases, RopeScaling scaling) {
-  ModelConfig c;
-  c.name = biases ? "qwen2-like" : "llama3-like";
-  c.architecture = biases ? "qwen2" : "llama";
-  c.dim = 64, c.hidden_dim = 96, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2;
-  c.head_dim = 16, c.vocab_size = 80, c.max_seq_len = 64;
-  c.rope_theta = biases ? 1e6f : 500000.0f;
-  c.rope_style = RopeStyle::kRotateHalf;
-  c.rope_scaling = scaling;
-  c.tied_classifier = biases;
-  Model m = make_synthetic_model(c, 11);
-  m.config.attention_bias = biases;
-  if (biases) {
-    std::mt19937_64 rng(5);
-    std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-    auto draw = [&](int n) {
-      std::vector<float> v(static_cast<std::size_t>(n));
-      for (float& x : v) x = u(rng);
-      return v;
-    };
-    for (LayerWeights& w : m.layers) {
-      w.bq = draw(c.q_dim());
-      w.bk = draw(c.kv_dim());
-      w.bv = draw(c.kv_dim());
-    }
-  }
-  m.validate();
-  return m;
-}
 
 const RopeScaling kLlama3{RopeScalingType::kLlama3, 8.0f, 1.0f, 4.0f, 64};
 

@@ -131,15 +131,14 @@ TEST_F(Ch01DeviceExamples, DeviceLayer) {
   const DeviceModel device(model, DType::kF16);
   const DeviceLayer& block = device.layer(0);
   EXPECT_EQ(block.attn_norm.numel(), static_cast<size_t>(model.config.dim));
-  // The seven linears, each behind the DeviceLinear interface: shape and format only.
-  const DeviceLinear& wq = *block.wq;
-  EXPECT_EQ(wq.out_features(), model.config.q_dim());
-  EXPECT_EQ(wq.in_features(), model.config.dim);
-  EXPECT_EQ(block.wk->out_features(), model.config.kv_dim());  // fewer KV heads (GQA)
-  for (const DeviceLinear* w : {block.wq.get(), block.wk.get(), block.wv.get(), block.wo.get(),
-                                block.w1.get(), block.w2.get(), block.w3.get()}) {
-    EXPECT_EQ(w->format(), "fp16");
-  }
+  // The linears, each behind the DeviceLinear interface: shape and format only. Wq, Wk, Wv
+  // are stacked into one QKV projection (fewer KV heads: GQA), W1 and W3 into one gate+up.
+  const DeviceLinear& wqkv = *block.wqkv;
+  EXPECT_EQ(wqkv.out_features(), model.config.q_dim() + 2 * model.config.kv_dim());
+  EXPECT_EQ(wqkv.in_features(), model.config.dim);
+  EXPECT_EQ(block.w13->out_features(), 2 * model.config.hidden_dim);
+  EXPECT_EQ(block.wq, nullptr);  // the parts live on only inside the stacked matrices
+  for (const DeviceLinear* w : block.linears()) EXPECT_EQ(w->format(), "fp16");
   EXPECT_EQ(block.bq.numel(), 0u);  // no attention bias in a Llama config
   //! [DeviceLayer]
 }

@@ -282,6 +282,10 @@ TEST_F(Ch02DeviceExamples, DeviceKVCache) {
   const std::vector<float> from_paged = runner.forward(
       ForwardBatch::single(0, prompt, 0, LogitRows::kLast, &kv.block_table(0)), paged);
   testing::expect_close(from_paged, from_naive, tol::kFp32Forward, "paged vs naive");
+  // Where the pass wrote layer 0's keys and values: the pool's slots, as the slot mapping says.
+  const KVWriteTarget written = paged.write_target(0);
+  EXPECT_EQ(written.num_slots, 8 * 4);  // every slot of layer 0's pool
+  EXPECT_EQ(written.dtype, DType::kF32);
   //! [DeviceKVCache]
 }
 

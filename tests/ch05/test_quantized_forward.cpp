@@ -10,6 +10,7 @@
 // chunk path.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -68,6 +69,12 @@ TEST_P(Ch05QuantizedForward, PrefillAndDecodeLogitsMatchTheOracleOnDequantizedWe
   }
   const DeviceModel device = make_quantized_device_model(q, DType::kF32);
   ASSERT_EQ(device.layer(0).w2->format(), c.scheme.label() + (c.act_order ? "-act" : ""));
+  // Stacked into one QKV and one gate+up layer, act-order included: wq, wk, wv (w1, w3) read
+  // the same input, so GPTQ gives them the same Hessian and the same column order.
+  for (int l = 0; l < q.base.config.n_layers; ++l) {
+    ASSERT_TRUE(device.layer(l).wqkv && device.layer(l).w13) << "layer " << l;
+    EXPECT_EQ(device.layer(l).wqkv->format(), device.layer(l).w2->format());
+  }
   const Model reference = quantized_oracle_model(q, DType::kF32);
   const std::vector<int> tokens = test_tokens(24, q.base.config.vocab_size);
 
@@ -153,6 +160,31 @@ TEST(Ch05QuantizedDeviceModel, ASavedAndReloadedFileRunsBitForBitTheSame) {
   const std::vector<int> tokens = test_tokens(20, q.base.config.vocab_size);
   NaiveDecoder ka(a, CacheMode::kNaiveCache, 32), kb(b, CacheMode::kNaiveCache, 32);
   EXPECT_EQ(testing::replay(ka, tokens, 18), testing::replay(kb, tokens, 18));  // GEMM, then GEMV
+}
+
+// Layers whose act-order differs cannot share one g_idx: they stay apart (and the runner applies
+// them one by one), and the pass still matches the oracle; the other layers are stacked.
+TEST(Ch05QuantizedDeviceModel, LayersOfDifferentActOrderStayApartAndStillMatchTheOracle) {
+  NANOSERVE_REQUIRE_DEVICE();
+  quant::QuantizedModel q =
+      quantized_tiny({"", QuantMethod::kGptq, {4, 32, false}, /*act_order=*/true});
+  for (quant::LinearId id : {quant::LinearId::kWk, quant::LinearId::kW3}) {
+    std::vector<std::int32_t>& g = q.layers[1][id].g_idx;  // a valid but different order
+    std::rotate(g.begin(), g.begin() + 1, g.end());
+  }
+  const DeviceModel device = make_quantized_device_model(q, DType::kF32);
+  EXPECT_TRUE(device.layer(0).wqkv && device.layer(0).w13);
+  const DeviceLayer& apart = device.layer(1);
+  EXPECT_FALSE(apart.wqkv || apart.w13);
+  EXPECT_TRUE(apart.wq && apart.wk && apart.wv && apart.w1 && apart.w3);
+  const std::vector<int> tokens = test_tokens(24, q.base.config.vocab_size);
+  for (int chunk : {6, 24}) {  // GEMV, then GEMM rows
+    ModelRunner runner(device, {chunk, chunk});
+    NaiveKVCache cache(q.base.config, DType::kF32, 32, 1);
+    testing::expect_close(kernel_logits(runner, cache)(tokens),
+                          oracle::forward_prompt(quantized_oracle_model(q, DType::kF32), tokens),
+                          tol::kQuantizedKernelForward, "chunks of " + std::to_string(chunk));
+  }
 }
 
 TEST(Ch05QuantizedDeviceModel, RefusesACorruptModelBeforeUploading) {

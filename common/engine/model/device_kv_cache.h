@@ -10,8 +10,11 @@
 ///                                                (the runner uploads the step in one copy)
 ///     before_pass(stream)                        what precedes the pass: block copies
 ///     for each layer l:                          ┐ launched one by one, or replayed as a
-///       append_kv(l, k, v)                       │ CUDA graph (graph_rows > 0) captured when
-///       attend(l, q, out)                        ┘ graph_key() was the same
+///       write_target(l)                          │ CUDA graph (graph_rows > 0) captured when
+///                                                │ graph_key() was the same; write_target
+///                                                │ says where the runner's fused RoPE + KV
+///                                                │ append writes the rows' keys and values
+///       attend(l, q, out)                        ┘
 ///
 /// Chapter 1 implements it with a contiguous cache (`NaiveKVCache`); chapter 2 plugs in a paged
 /// cache with block tables; chapter 4 feeds it batches of many sequences — the runner is the same.
@@ -40,6 +43,20 @@ struct KVLayout {
   DType dtype = DType::kF32;  ///< storage type of K and V
 };
 
+/// \brief Where a pass writes one layer's keys and values: the (num_slots, kv_dim) K and V
+/// arrays that the pass's slot mapping indexes — what `launch_rope_kv_append` (and
+/// `launch_kv_append`) take. The cache decides the slots; the kernel only follows them.
+///
+/// \par Example
+/// \snippet tests/ch02/test_examples_kv.cpp DeviceKVCache
+struct KVWriteTarget {
+  void* k = nullptr;            ///< (num_slots, kv_dim) keys in `dtype`, the layer's slot 0
+  void* v = nullptr;            ///< (num_slots, kv_dim) values in `dtype`
+  const int* slots = nullptr;   ///< (T) device slot of every row of the pass; -1 writes nothing
+  std::int64_t num_slots = 0;   ///< rows of k and v from their base on
+  DType dtype = DType::kF32;    ///< storage type of K and V (`KVLayout::dtype`)
+};
+
 /// \brief KV storage plus the attention kernels that read it, for the sequences of a batch.
 ///
 /// \par Example
@@ -60,27 +77,24 @@ class DeviceKVCache {
   /// \param staging the step's staging; the cache adds its sections and keeps their offsets
   /// \param graph_rows 0: the pass is launched kernel by kernel over the batch's T rows.
   ///        > 0: a decode pass (one row per chunk, T <= graph_rows) replayed from a CUDA graph
-  ///        of `graph_rows` rows: every launch shape and host argument of `append_kv` and
-  ///        `attend` must then depend only on `graph_rows` (and on what `graph_key` reports),
+  ///        of `graph_rows` rows: every launch shape and host argument of the KV write
+  ///        (`write_target`) and of `attend` must then depend only on `graph_rows` (and on
+  ///        what `graph_key` reports),
   ///        and rows T .. graph_rows-1 are padding — they write no KV and attend to nothing.
   virtual void begin_forward(const ForwardBatch& batch, StepStaging& staging, int graph_rows) = 0;
   /// \brief After the step's upload, before the pass: what must run first and is no part of a
   /// replayed graph (the paged cache's copy-on-write block copies), enqueued on `stream`.
   virtual void before_pass(cudaStream_t stream) { (void)stream; }
-  /// \brief What the launches of `append_kv` and `attend` take from the host besides the
+  /// \brief What the KV write (`write_target`) and `attend` take from the host besides the
   /// staged data — device addresses (pools, workspace, the staged section), launch sizes,
   /// per-chunk choices — for the pass `begin_forward` prepared. A captured graph is replayed
   /// only while this is unchanged; otherwise it is captured again.
   virtual std::vector<std::int64_t> graph_key() const = 0;
-  /// \brief Stores the keys (RoPE applied) and values of every row of the batch for `layer`.
-  /// \param layer  block index
-  /// \param k      (T, n_kv_heads * head_dim) device keys in `act`
-  /// \param v      (T, n_kv_heads * head_dim) device values in `act`
-  /// \param act    storage type of k and v (the runner's activation type); the cache converts
-  ///               them to its own `layout().dtype`
-  /// \param stream CUDA stream
-  virtual void append_kv(int layer, const void* k, const void* v, DType act,
-                         cudaStream_t stream) = 0;
+  /// \brief Where the keys (RoPE applied) and values of every row of the pass that
+  /// `begin_forward` prepared go for `layer`: the layer's K and V arrays and the pass's slot
+  /// mapping on the device (padding rows of a graph's pass: slot -1). Valid until the next
+  /// `begin_forward`.
+  virtual KVWriteTarget write_target(int layer) = 0;
   /// \brief Causal attention of every row's query over its sequence's cached keys and values
   /// (including the rows just appended) for `layer`.
   /// \param layer  block index

@@ -37,6 +37,17 @@ std::unique_ptr<DeviceLinear> dense(const std::vector<float>& w, int out, int in
   return std::make_unique<DenseLinear>(DeviceTensor(w, dtype), out, in);
 }
 
+// `parts` stacked into `*stacked` when `stacked_with` allows it (the parts are then dropped);
+// otherwise the parts stay as they are.
+void stack(std::unique_ptr<DeviceLinear>& stacked,
+           const std::vector<std::unique_ptr<DeviceLinear>*>& parts) {
+  std::vector<const DeviceLinear*> below;
+  for (std::size_t i = 1; i < parts.size(); ++i) below.push_back(parts[i]->get());
+  stacked = (*parts.front())->stacked_with(below);
+  if (!stacked) return;
+  for (std::unique_ptr<DeviceLinear>* p : parts) p->reset();
+}
+
 /// The host weights of the linear `name` ("wq" … "w3") of a block.
 const std::vector<float>& layer_linear(const LayerWeights& w, const std::string& name) {
   if (name == "wq") return w.wq;
@@ -63,6 +74,31 @@ DeviceTensor::DeviceTensor(const std::vector<float>& host, DType dtype)
   const std::vector<unsigned char> bytes =
       dispatch_dtype(dtype, [&](auto tag) { return encode<decltype(tag)>(host); });
   storage_ = std::make_shared<DeviceBuffer<unsigned char>>(bytes);
+}
+
+DeviceTensor DeviceTensor::concatenated(const std::vector<const DeviceTensor*>& parts) {
+  DeviceTensor out;
+  if (parts.empty()) return out;
+  out.dtype_ = parts.front()->dtype_;
+  std::size_t bytes = 0;
+  for (const DeviceTensor* p : parts) {
+    if (p->dtype_ != out.dtype_) {
+      throw InvalidArgument(std::string("DeviceTensor: cannot concatenate ") +
+                            dtype_name(p->dtype_) + " with " + dtype_name(out.dtype_));
+    }
+    out.numel_ += p->numel_;
+    bytes += p->bytes();
+  }
+  out.storage_ = std::make_shared<DeviceBuffer<unsigned char>>(bytes);
+  std::size_t at = 0;
+  for (const DeviceTensor* p : parts) {
+    if (p->bytes() > 0) {
+      CUDA_CHECK(cudaMemcpy(out.storage_->get() + at, p->storage_->get(), p->bytes(),
+                            cudaMemcpyDeviceToDevice));
+    }
+    at += p->bytes();
+  }
+  return out;
 }
 
 std::vector<float> DeviceTensor::to_host_floats() const {
@@ -102,6 +138,30 @@ void DenseLinear::apply(const void* x, DType x_type, void* y, DType y_type, int 
                              rows, out_, in_, stream, epilogue);
     });
   });
+}
+
+std::unique_ptr<DeviceLinear> DenseLinear::stacked_with(
+    const std::vector<const DeviceLinear*>& below) const {
+  std::vector<const DeviceTensor*> parts = {&weight_};
+  int rows = out_;
+  for (const DeviceLinear* b : below) {
+    const auto* d = dynamic_cast<const DenseLinear*>(b);
+    if (d == nullptr || d->in_ != in_ || d->weight_.dtype() != weight_.dtype()) return nullptr;
+    parts.push_back(&d->weight_);
+    rows += d->out_;
+  }
+  return std::make_unique<DenseLinear>(DeviceTensor::concatenated(parts), rows, in_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// DeviceLayer
+
+std::vector<const DeviceLinear*> DeviceLayer::linears() const {
+  std::vector<const DeviceLinear*> out;
+  for (const auto* p : {&wqkv, &wq, &wk, &wv, &wo, &w13, &w1, &w2, &w3}) {
+    if (*p) out.push_back(p->get());
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -150,10 +210,7 @@ DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSou
   auto tensor = [&](const char* name, int layer, std::size_t numel) {
     return DeviceTensor(fetch(name, layer, numel), dtype);
   };
-  // Linears come from the factory when there is one, checked against the config, so a wrong
-  // shape is one clear error here and never an out-of-bounds read in a kernel.
-  auto linear = [&](const char* name, int l, int out, int in) -> std::unique_ptr<DeviceLinear> {
-    if (!make_linear) return dense(fetch(name, l, std::size_t(out) * std::size_t(in)), out, in, dtype);
+  auto made = [&](const char* name, int l, int out, int in) -> std::unique_ptr<DeviceLinear> {
     std::unique_ptr<DeviceLinear> lin = make_linear(l, name, out, in);
     if (!lin || lin->out_features() != out || lin->in_features() != in) {
       throw InvalidArgument("DeviceModel: layer " + std::to_string(l) + " " + name + " is " +
@@ -164,20 +221,52 @@ DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSou
     }
     return lin;
   };
+  // Linears come from the factory when there is one, checked against the config, so a wrong
+  // shape is one clear error here and never an out-of-bounds read in a kernel.
+  auto linear = [&](const char* name, int l, int out, int in) -> std::unique_ptr<DeviceLinear> {
+    if (!make_linear) return dense(fetch(name, l, std::size_t(out) * std::size_t(in)), out, in, dtype);
+    return made(name, l, out, in);
+  };
   const std::size_t d = static_cast<std::size_t>(c.dim);
+  // Linears that read the same input, stacked into `into` (DeviceLayer's wqkv, w13): from the
+  // source, the host parts end to end and one upload; from a factory, made one by one and
+  // stacked on the device where their kind allows (else left apart in their members).
+  struct Part {
+    const char* name;
+    int rows;
+    std::unique_ptr<DeviceLinear>* member;
+  };
+  auto stacked = [&](int l, std::unique_ptr<DeviceLinear>& into, const std::vector<Part>& parts) {
+    if (make_linear) {
+      std::vector<std::unique_ptr<DeviceLinear>*> members;
+      for (const Part& p : parts) {
+        *p.member = made(p.name, l, p.rows, c.dim);
+        members.push_back(p.member);
+      }
+      stack(into, members);
+      return;
+    }
+    int rows = 0;
+    for (const Part& p : parts) rows += p.rows;
+    std::vector<float> all;
+    all.reserve(std::size_t(rows) * d);
+    for (const Part& p : parts) {
+      const std::vector<float> part = fetch(p.name, l, std::size_t(p.rows) * d);
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    into = dense(all, rows, c.dim, dtype);
+  };
   token_embedding_ = tensor("token_embedding", -1, std::size_t(c.vocab_size) * d);
   layers_.resize(static_cast<std::size_t>(c.n_layers));
   for (int l = 0; l < c.n_layers; ++l) {
     DeviceLayer& w = layers_[static_cast<std::size_t>(l)];
     w.attn_norm = tensor("attn_norm", l, d);
-    w.wq = linear("wq", l, c.q_dim(), c.dim);
-    w.wk = linear("wk", l, c.kv_dim(), c.dim);
-    w.wv = linear("wv", l, c.kv_dim(), c.dim);
+    stacked(l, w.wqkv, {{"wq", c.q_dim(), &w.wq}, {"wk", c.kv_dim(), &w.wk},
+                        {"wv", c.kv_dim(), &w.wv}});
     w.wo = linear("wo", l, c.dim, c.q_dim());
     w.ffn_norm = tensor("ffn_norm", l, d);
-    w.w1 = linear("w1", l, c.hidden_dim, c.dim);
+    stacked(l, w.w13, {{"w1", c.hidden_dim, &w.w1}, {"w3", c.hidden_dim, &w.w3}});
     w.w2 = linear("w2", l, c.dim, c.hidden_dim);
-    w.w3 = linear("w3", l, c.hidden_dim, c.dim);
     if (c.attention_bias) {  // added in fp32 after the linear; the values are the dtype's
       auto bias = [&](const char* name, int n) {
         return DeviceTensor(rounded(fetch(name, l, std::size_t(n)), dtype), DType::kF32);
@@ -213,10 +302,7 @@ std::int64_t DeviceModel::weight_bytes() const {
     for (const DeviceTensor* b : {&d.bq, &d.bk, &d.bv}) {
       if (b->numel() > 0) add(*b);
     }
-    for (const auto* lin : {d.wq.get(), d.wk.get(), d.wv.get(), d.wo.get(), d.w1.get(),
-                            d.w2.get(), d.w3.get()}) {
-      add_linear(*lin);
-    }
+    for (const DeviceLinear* lin : d.linears()) add_linear(*lin);
   }
   add(final_norm_);
   add_linear(*classifier_);
@@ -226,8 +312,7 @@ std::int64_t DeviceModel::weight_bytes() const {
 std::string DeviceModel::weight_format() const {
   const std::string storage = dtype_name(dtype_);
   for (const DeviceLayer& d : layers_) {
-    for (const auto* lin : {d.wq.get(), d.wk.get(), d.wv.get(), d.wo.get(), d.w1.get(),
-                            d.w2.get(), d.w3.get()}) {
+    for (const DeviceLinear* lin : d.linears()) {
       if (lin->format() != storage) return lin->format() + " + " + storage;
     }
   }

@@ -10,6 +10,17 @@
 ///
 /// The linear layers sit behind `DeviceLinear`, so the quantization chapter can swap a layer's
 /// dense weights for packed INT8/INT4 ones without touching the forward pass.
+///
+/// Linears that read the same input are stacked row-wise at load, so the forward pass makes one
+/// launch where the checkpoint has two or three (kernels/README.md, "Fusions"):
+///
+///     wqkv (q_dim + 2·kv_dim, dim) = [Wq; Wk; Wv]   one QKV projection; each row of its output
+///                                                   is q | k | v, read as three views
+///     w13  (2·hidden, dim)         = [W1; W3]       gate over up, applied with
+///                                                   Epilogue::kSwiGLU: y = silu(x W1ᵀ) ⊙ x W3ᵀ
+///
+/// Stacking changes no number: every output row of W is the same dot product, summed in the
+/// same order, as in the separate matrix.
 
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +65,9 @@ class DeviceTensor {
   }
   /// \brief The values back on the host, widened to fp32 (tests and debugging).
   std::vector<float> to_host_floats() const;
+  /// \brief A new tensor holding `parts`' elements one after another (a device-to-device copy).
+  /// Throws `InvalidArgument` unless every part has the same storage type.
+  static DeviceTensor concatenated(const std::vector<const DeviceTensor*>& parts);
 
  private:
   void check_type(DType requested) const;
@@ -118,6 +132,15 @@ class DeviceLinear {
   virtual std::int64_t own_bytes() const { return 0; }
   /// \brief A short description of the weight format, e.g. "fp16".
   virtual std::string format() const = 0;
+  /// \brief One layer holding this layer's rows with the rows of each of `below` under them, in
+  /// order (W = [this; below…]: how `DeviceModel` makes wqkv and w13), or null when they cannot
+  /// be one matrix — another kind or format, a different in_features, a different act-order.
+  /// The parts are not changed; the result owns copies.
+  virtual std::unique_ptr<DeviceLinear> stacked_with(
+      const std::vector<const DeviceLinear*>& below) const {
+    (void)below;
+    return nullptr;
+  }
 };
 
 /// \brief A dense (out_features, in_features) row-major weight in a storage type, applied with
@@ -141,6 +164,10 @@ class DenseLinear final : public DeviceLinear {
   std::vector<const DeviceTensor*> tensors() const override { return {&weight_}; }
   /// \brief The storage type's name ("fp32", "fp16", "bf16").
   std::string format() const override { return dtype_name(weight_.dtype()); }
+  /// \brief One DenseLinear over the weights stacked in a new tensor, when every part below is a
+  /// DenseLinear of the same storage type and in_features; else null.
+  std::unique_ptr<DeviceLinear> stacked_with(
+      const std::vector<const DeviceLinear*>& below) const override;
 
  private:
   DeviceTensor weight_;
@@ -150,23 +177,32 @@ class DenseLinear final : public DeviceLinear {
 
 /// \brief One transformer block's weights on the device (shapes as in `LayerWeights`).
 ///
+/// The projections that share an input are stacked (`wqkv`, `w13`; see the file comment); the
+/// separate members are set only when a `LinearFactory`'s layers could not be stacked
+/// (`DeviceLinear::stacked_with` gave null), and the forward pass then runs them one by one.
+///
 /// \par Example
 /// \snippet tests/ch01/test_examples_model.cpp DeviceLayer
 struct DeviceLayer {
   DeviceTensor attn_norm;               ///< (dim) RMSNorm gain before attention
-  std::unique_ptr<DeviceLinear> wq;     ///< (q_dim, dim)
-  std::unique_ptr<DeviceLinear> wk;     ///< (kv_dim, dim)
-  std::unique_ptr<DeviceLinear> wv;     ///< (kv_dim, dim)
+  std::unique_ptr<DeviceLinear> wqkv;   ///< (q_dim + 2·kv_dim, dim) = [Wq; Wk; Wv], or null
+  std::unique_ptr<DeviceLinear> wq;     ///< (q_dim, dim), null when in wqkv
+  std::unique_ptr<DeviceLinear> wk;     ///< (kv_dim, dim), null when in wqkv
+  std::unique_ptr<DeviceLinear> wv;     ///< (kv_dim, dim), null when in wqkv
   std::unique_ptr<DeviceLinear> wo;     ///< (dim, q_dim)
   DeviceTensor ffn_norm;                ///< (dim) RMSNorm gain before the FFN
-  std::unique_ptr<DeviceLinear> w1;     ///< (hidden_dim, dim) gate
+  std::unique_ptr<DeviceLinear> w13;    ///< (2·hidden_dim, dim) = [W1; W3], or null
+  std::unique_ptr<DeviceLinear> w1;     ///< (hidden_dim, dim) gate, null when in w13
   std::unique_ptr<DeviceLinear> w2;     ///< (dim, hidden_dim) down
-  std::unique_ptr<DeviceLinear> w3;     ///< (hidden_dim, dim) up
+  std::unique_ptr<DeviceLinear> w3;     ///< (hidden_dim, dim) up, null when in w13
   /// \brief (q_dim) q bias, fp32 holding the storage type's rounded values; empty unless the
   /// config has `attention_bias` (Qwen2). Likewise `bk` and `bv` (kv_dim).
   DeviceTensor bq;
   DeviceTensor bk;  ///< (kv_dim) k bias, see `bq`
   DeviceTensor bv;  ///< (kv_dim) v bias, see `bq`
+
+  /// \brief Every linear layer the block holds (stacked or not), in forward order.
+  std::vector<const DeviceLinear*> linears() const;
 };
 
 /// \brief Makes the device form of one linear layer of block `layer`: `name` is its
@@ -186,7 +222,8 @@ class DeviceModel {
   DeviceModel(const Model& model, DType dtype);
   /// \brief Uploads the embedding, norms and classifier of `model` rounded to `dtype`, and
   /// takes every block's seven linear layers from `make_linear` — how chapter 5 puts quantized
-  /// linears in (engine/quantized_device_model.h). The model's linear weight vectors are not
+  /// linears in (engine/quantized_device_model.h) — then stacks wq, wk, wv and w1, w3 where
+  /// they allow it (`DeviceLinear::stacked_with`). The model's linear weight vectors are not
   /// read (a quantized model's fp32 base has none). Throws `InvalidArgument` when a made layer
   /// is null or its shape is not the config's.
   DeviceModel(const Model& model, DType dtype, const LinearFactory& make_linear);
@@ -198,9 +235,10 @@ class DeviceModel {
   using TensorSource =
       std::function<std::vector<float>(const std::string& name, int layer, std::size_t numel)>;
   /// \brief Uploads the tensors of a model with `config` one at a time, as `source` produces
-  /// them, rounded to `dtype`: the host never holds more than one tensor, so a 7B-parameter
-  /// model needs ~0.5 GB of host memory instead of 27 GB (the GPU benchmarks' synthetic
-  /// models). With `make_linear`, the blocks' linears come from it instead of `source`.
+  /// them, rounded to `dtype`: the host holds at most one stacked projection (w1 and w3 end to
+  /// end, one part in flight, its encoding), so a 7B-parameter model needs ~1 GB of host memory
+  /// instead of 27 GB (the GPU benchmarks' synthetic models). With `make_linear`, the blocks' linears
+  /// come from it instead of `source`.
   /// Throws `InvalidArgument` when `source` returns the wrong number of values or a made
   /// linear is null or misshapen.
   DeviceModel(const ModelConfig& config, DType dtype, const TensorSource& source,

@@ -1,7 +1,6 @@
 #include "common/engine/model/model_runner.h"
 
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 #include <string>
 
@@ -19,27 +18,49 @@ RopePairing pairing_of(RopeStyle style) {
   return style == RopeStyle::kRotateHalf ? RopePairing::kRotateHalf : RopePairing::kAdjacentPairs;
 }
 
-// y = x Wᵀ (+ bias on every row when the layer has one): the bias row (`width` values in A,
-// or an empty buffer) is first copied into each of the T rows of y (doubling copies: 1, 2, 4, …
-// rows), then the linear accumulates onto it.
+const float* bias_of(const DeviceTensor& b) { return b.numel() == 0 ? nullptr : b.data<float>(); }
+
+// q | k | v of every row (and the biases, which RoPE v02 adds): one QKV projection into `qkv`
+// (T, q_dim + 2 kv_dim), read as three strided views — or, for a layer whose three linears could
+// not be stacked, three projections into consecutive (T, q_dim), (T, kv_dim), (T, kv_dim)
+// arrays of the same buffer.
 template <typename A>
-void apply_biased(const DeviceLinear& w, const DeviceBuffer<std::byte>* bias, const A* x, A* y,
-                  int T, cudaStream_t stream) {
+QkvRows<A> project_qkv(const DeviceLayer& w, const ModelConfig& c, const A* xn, A* qkv, int T,
+                       cudaStream_t stream) {
   constexpr DType kAct = dtype_of<A>();
-  if (bias == nullptr || bias->size() == 0 || T == 0) {
-    w.apply(x, kAct, y, kAct, T, stream, Epilogue::kStore);
+  const int q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  QkvRows<A> rows;
+  if (w.wqkv) {
+    w.wqkv->apply(xn, kAct, qkv, kAct, T, stream, Epilogue::kStore);
+    const int width = q_dim + 2 * kv_dim;
+    rows = {qkv, qkv + q_dim, qkv + q_dim + kv_dim, width, width};
+  } else {
+    A* k = qkv + std::int64_t(T) * q_dim;
+    A* v = k + std::int64_t(T) * kv_dim;
+    w.wq->apply(xn, kAct, qkv, kAct, T, stream, Epilogue::kStore);
+    w.wk->apply(xn, kAct, k, kAct, T, stream, Epilogue::kStore);
+    w.wv->apply(xn, kAct, v, kAct, T, stream, Epilogue::kStore);
+    rows = {qkv, k, v, q_dim, kv_dim};
+  }
+  rows.q_bias = bias_of(w.bq);
+  rows.k_bias = bias_of(w.bk);
+  rows.v_bias = bias_of(w.bv);
+  return rows;
+}
+
+// h = silu(xn W1ᵀ) ⊙ xn W3ᵀ: one linear over [W1; W3] with the SwiGLU epilogue, or — unstacked
+// w1, w3 — two linears and swiglu v01 (`up` then holds xn W3ᵀ).
+template <typename A>
+void gated_mlp(const DeviceLayer& w, int hidden, const A* xn, A* h, A* up, int T,
+               cudaStream_t stream) {
+  constexpr DType kAct = dtype_of<A>();
+  if (w.w13) {
+    w.w13->apply(xn, kAct, h, kAct, T, stream, Epilogue::kSwiGLU);
     return;
   }
-  const std::size_t row_bytes = bias->bytes();
-  const std::size_t width = row_bytes / sizeof(A);
-  CUDA_CHECK(cudaMemcpyAsync(y, bias->get(), row_bytes, cudaMemcpyDeviceToDevice, stream));
-  for (int have = 1; have < T;) {
-    const int n = have < T - have ? have : T - have;
-    CUDA_CHECK(cudaMemcpyAsync(y + std::size_t(have) * width, y, row_bytes * std::size_t(n),
-                               cudaMemcpyDeviceToDevice, stream));
-    have += n;
-  }
-  w.apply(x, kAct, y, kAct, T, stream, Epilogue::kAccumulate);
+  w.w1->apply(xn, kAct, h, kAct, T, stream, Epilogue::kStore);
+  w.w3->apply(xn, kAct, up, kAct, T, stream, Epilogue::kStore);
+  launch_swiglu<A>(h, up, std::int64_t(T) * hidden, h, stream);
 }
 
 template <typename T>
@@ -51,25 +72,6 @@ DeviceBuffer<T> rows_of(int rows, int width) {
 DeviceBuffer<std::byte> act_rows(int rows, int width, DType dtype) {
   return DeviceBuffer<std::byte>(static_cast<std::size_t>(rows) * static_cast<std::size_t>(width) *
                                  static_cast<std::size_t>(dtype_bytes(dtype)));
-}
-
-// An fp32 device bias rounded to `dtype` (once, when the runner is made). An fp32 bias is
-// copied as it is; a rounded one is added to each sum after one more rounding than the
-// oracle's fp32 bias add (covered by the forward tolerances).
-DeviceBuffer<std::byte> bias_in(const DeviceTensor& bias, DType dtype) {
-  if (bias.numel() == 0) return DeviceBuffer<std::byte>();
-  std::vector<float> host(bias.numel());
-  CUDA_CHECK(cudaMemcpy(host.data(), bias.data<float>(), host.size() * sizeof(float),
-                        cudaMemcpyDeviceToHost));
-  return dispatch_dtype(dtype, [&](auto tag) {
-    using A = decltype(tag);
-    std::vector<std::byte> bytes(host.size() * sizeof(A));
-    for (std::size_t i = 0; i < host.size(); ++i) {
-      const A v = from_float<A>(host[i]);
-      std::memcpy(bytes.data() + i * sizeof(A), &v, sizeof(A));
-    }
-    return DeviceBuffer<std::byte>(bytes);
-  });
 }
 
 // The stream a runner owns when it is given none (0): a blocking stream, so work a caller puts
@@ -107,25 +109,20 @@ ModelRunner::ModelRunner(const DeviceModel& model, RunnerOptions options, cudaSt
   const int t = options.max_tokens_per_step;
   x_ = act_rows(t, c.dim, act_);
   xn_ = act_rows(t, c.dim, act_);
+  qkv_ = act_rows(t, c.q_dim() + 2 * c.kv_dim(), act_);
   q_ = act_rows(t, c.q_dim(), act_);
-  k_ = act_rows(t, c.kv_dim(), act_);
-  v_ = act_rows(t, c.kv_dim(), act_);
   att_ = act_rows(t, c.q_dim(), act_);
-  gate_ = act_rows(t, c.hidden_dim, act_);
-  up_ = act_rows(t, c.hidden_dim, act_);
+  h_ = act_rows(t, c.hidden_dim, act_);
+  for (int l = 0; l < c.n_layers; ++l) {
+    if (!model.layer(l).w13 && up_.size() == 0) up_ = act_rows(t, c.hidden_dim, act_);
+  }
   logits_ = rows_of<float>(options.max_logit_rows, c.vocab_size);
   inv_freq_ = rope_frequencies(c);
-  if (c.attention_bias) {
-    for (int l = 0; l < c.n_layers; ++l) {
-      const DeviceLayer& w = model.layer(l);
-      for (const DeviceTensor* b : {&w.bq, &w.bk, &w.bv}) biases_.push_back(bias_in(*b, act_));
-    }
-  }
 }
 
 std::int64_t ModelRunner::activation_bytes() const {
   std::int64_t total = 0;
-  for (const DeviceBuffer<std::byte>* b : {&x_, &xn_, &q_, &k_, &v_, &att_, &gate_, &up_}) {
+  for (const DeviceBuffer<std::byte>* b : {&x_, &xn_, &qkv_, &q_, &att_, &h_, &up_}) {
     total += static_cast<std::int64_t>(b->bytes());
   }
   return total + static_cast<std::int64_t>(logits_.bytes());
@@ -249,15 +246,11 @@ void ModelRunner::run_layers(int T, DeviceKVCache& attention) {
   constexpr DType kAct = dtype_of<A>();
   A* x = as<A>(x_);
   A* xn = as<A>(xn_);
+  A* qkv = as<A>(qkv_);
   A* q = as<A>(q_);
-  A* k = as<A>(k_);
-  A* v = as<A>(v_);
   A* att = as<A>(att_);
-  A* gate = as<A>(gate_);
+  A* h = as<A>(h_);
   A* up = as<A>(up_);
-  const auto bias = [&](int l, int i) -> const DeviceBuffer<std::byte>* {
-    return biases_.empty() ? nullptr : &biases_[std::size_t(3 * l + i)];
-  };
   // x = embedding[tokens]: ids were checked on the host, so no device flag is needed.
   const int* tokens = staging_.device<int>(tokens_at_);        // (T)
   const int* positions = staging_.device<int>(positions_at_);  // (T)
@@ -267,20 +260,23 @@ void ModelRunner::run_layers(int T, DeviceKVCache& attention) {
     const DeviceLayer& w = model_.layer(l);
     // Attention block.
     launch_rmsnorm<W, A>(x, w.attn_norm.data<W>(), T, c.dim, c.norm_eps, xn, stream_);
-    apply_biased(*w.wq, bias(l, 0), xn, q, T, stream_);
-    apply_biased(*w.wk, bias(l, 1), xn, k, T, stream_);
-    apply_biased(*w.wv, bias(l, 2), xn, v, T, stream_);
-    launch_rope<A>(q, k, positions, T, c.n_heads, c.n_kv_heads, c.head_dim,
-                   inv_freq_.data(), pairing_of(c.rope_style), stream_);
-    attention.append_kv(l, k, v, kAct, stream_);
+    const QkvRows<A> rows = project_qkv(w, c, xn, qkv, T, stream_);  // q | k | v (+ biases)
+    // q = rope(q); the cache's slots ← rope(k), v — one launch (RoPE v02).
+    const KVWriteTarget kv = attention.write_target(l);
+    dispatch_dtype(kv.dtype, [&](auto kv_tag) {
+      using K = decltype(kv_tag);
+      launch_rope_kv_append<K, A>(rows, positions, T, c.n_heads, c.n_kv_heads, c.head_dim,
+                                  inv_freq_.data(), pairing_of(c.rope_style), q,
+                                  {static_cast<K*>(kv.k), static_cast<K*>(kv.v), kv.slots,
+                                   kv.num_slots},
+                                  stream_);
+    });
     attention.attend(l, q, att, kAct, stream_);
     w.wo->apply(att, kAct, x, kAct, T, stream_, Epilogue::kAccumulate);  // x += a Woᵀ
     // Feed-forward block (SwiGLU).
     launch_rmsnorm<W, A>(x, w.ffn_norm.data<W>(), T, c.dim, c.norm_eps, xn, stream_);
-    w.w1->apply(xn, kAct, gate, kAct, T, stream_, Epilogue::kStore);
-    w.w3->apply(xn, kAct, up, kAct, T, stream_, Epilogue::kStore);
-    launch_swiglu<A>(gate, up, std::int64_t(T) * c.hidden_dim, gate, stream_);
-    w.w2->apply(gate, kAct, x, kAct, T, stream_, Epilogue::kAccumulate);  // x += h W2ᵀ
+    gated_mlp(w, c.hidden_dim, xn, h, up, T, stream_);                // h = silu(xn W1ᵀ) ⊙ xn W3ᵀ
+    w.w2->apply(h, kAct, x, kAct, T, stream_, Epilogue::kAccumulate);  // x += h W2ᵀ
   }
 }
 

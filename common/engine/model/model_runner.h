@@ -9,18 +9,21 @@
 ///     x = embedding[tokens]                                   (T, dim)
 ///     for each layer:
 ///       xn = rmsnorm(x, attn_norm)                            (T, dim)
-///       q, k, v = xn Wqᵀ, xn Wkᵀ, xn Wvᵀ                       (T, q_dim), (T, kv_dim) ×2
-///       rope(q, k, positions)
-///       attention.append_kv(k, v)                             KV cache ← rows
+///       qkv = xn Wqkvᵀ                                        (T, q_dim + 2 kv_dim): q | k | v
+///       q, KV cache ← rope(q), rope(k), v  (+ biases)         fused: RoPE v02 with the append
 ///       a = attention.attend(q)                               (T, q_dim)
 ///       x += a Woᵀ                                            fused: linear kAccumulate
 ///       xn = rmsnorm(x, ffn_norm)
-///       h = swiglu(xn W1ᵀ, xn W3ᵀ)                            (T, hidden_dim)
+///       h = silu(xn W1ᵀ) ⊙ xn W3ᵀ                             (T, hidden_dim) fused: one
+///                                                             linear over W13 = [W1; W3], kSwiGLU
 ///       x += h W2ᵀ                                            fused: linear kAccumulate
 ///     for the wanted rows only: logits = rmsnorm(x, final_norm) Wclsᵀ    (rows, vocab)
 ///
-/// The same meaning as `oracle::forward_prompt`, step for step. Where keys and values live and
-/// which attention kernel reads them is the `DeviceKVCache`'s business.
+/// The same meaning as `oracle::forward_prompt`, step for step; in fp32 the fused kernels give
+/// bitwise the values of the separate ones (kernels/README.md, "Fusions"). A layer whose
+/// linears could not be stacked (`DeviceLayer`) runs wq, wk, wv and w1, w3, swiglu one by one.
+/// Where keys and values live and which attention kernel reads them is the `DeviceKVCache`'s
+/// business.
 ///
 /// A step on the device, in order (only the first and the last wait for anything):
 ///
@@ -32,7 +35,7 @@
 ///                bucket's CUDA graph, padded (`DecodeGraphs`); otherwise the launches one by one
 ///     (sample)   the caller's: only the token ids come back, the step's one synchronization
 ///
-/// Every activation buffer (x … up) is stored in the runner's activation type (fp32, fp16 or
+/// Every activation buffer (x … h) is stored in the runner's activation type (fp32, fp16 or
 /// bf16; `RunnerOptions::activation_dtype`); each kernel widens what it loads to fp32, computes in
 /// fp32 (norm sums, RoPE, softmax, every accumulation) and rounds once on store. The residual
 /// adds fused into wo and w2 load x, add in fp32 and round the sum once. Only the logits are
@@ -163,16 +166,12 @@ class ModelRunner {
   // (bytes: elements × dtype_bytes(act_)):
   DeviceBuffer<std::byte> x_;         // (Tmax, dim) residual stream
   DeviceBuffer<std::byte> xn_;        // (Tmax, dim) normalized residual
-  DeviceBuffer<std::byte> q_;         // (Tmax, q_dim) queries
-  DeviceBuffer<std::byte> k_;         // (Tmax, kv_dim) keys of the new rows
-  DeviceBuffer<std::byte> v_;         // (Tmax, kv_dim) values of the new rows
+  DeviceBuffer<std::byte> qkv_;       // (Tmax, q_dim + 2 kv_dim) the QKV projection's rows
+  DeviceBuffer<std::byte> q_;         // (Tmax, q_dim) queries, RoPE applied
   DeviceBuffer<std::byte> att_;       // (Tmax, q_dim) attention output
-  DeviceBuffer<std::byte> gate_;      // (Tmax, hidden_dim) W1 x, then swiglu
-  DeviceBuffer<std::byte> up_;        // (Tmax, hidden_dim) W3 x
+  DeviceBuffer<std::byte> h_;         // (Tmax, hidden_dim) silu(W1 x) ⊙ W3 x
+  DeviceBuffer<std::byte> up_;        // (Tmax, hidden_dim) W3 x: only for unstacked w1, w3
   DeviceBuffer<float> logits_;        // (max_logit_rows, vocab) always fp32
-  // Per layer (bq, bk, bv) in act_ when the model has attention biases: the row a linear
-  // accumulates onto (the model keeps them in fp32).
-  std::vector<DeviceBuffer<std::byte>> biases_;  // (n_layers * 3) of (q_dim | kv_dim)
   std::vector<float> inv_freq_;      // (head_dim / 2) RoPE frequencies, rope_scaling applied
 };
 

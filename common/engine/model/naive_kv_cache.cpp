@@ -6,7 +6,6 @@
 #include "common/engine/kv/kv_memory.h"
 #include "common/error.h"
 #include "kernels/attention.h"
-#include "kernels/kv_append.h"
 
 namespace nanoserve::engine {
 
@@ -54,7 +53,7 @@ void NaiveKVCache::begin_forward(const ForwardBatch& batch, StepStaging& staging
     // BEGIN EXERCISE ch01.1 "Place each new token's K/V row in the contiguous cache" points=10 minutes=20
     // HINT: A region holds max_seq_len rows per layer, layer after layer. The i-th new token
     // HINT: of chunk c sits at position c.start_pos + i of region c.seq; push the cache row of
-    // HINT: layer 0 (append_kv shifts it to the other layers). Use region_row().
+    // HINT: layer 0 (write_target shifts it to the other layers). Use region_row().
     // STUB: for (int i = 0; i < c.num_tokens; ++i) host_mapping_.push_back(-1);  // -1: not written
     for (int i = 0; i < c.num_tokens; ++i) {
       host_mapping_.push_back(static_cast<int>(region_row(static_cast<int>(c.seq), 0) + c.start_pos + i));
@@ -63,7 +62,7 @@ void NaiveKVCache::begin_forward(const ForwardBatch& batch, StepStaging& staging
     host_lens_.push_back(c.start_pos + c.num_tokens);
     regions_.write(static_cast<int>(c.seq), c.start_pos, c.num_tokens);
   }
-  // Padding rows of a graph's pass: slot -1, which launch_kv_append skips (no attention runs
+  // Padding rows of a graph's pass: slot -1, which the KV write skips (no attention runs
   // for them: attend() goes chunk by chunk).
   rows_ = graph_rows > 0 ? graph_rows : batch.rows();
   host_mapping_.resize(std::size_t(rows_), -1);
@@ -84,24 +83,15 @@ std::vector<std::int64_t> NaiveKVCache::graph_key() const {
   return key;
 }
 
-void NaiveKVCache::append_kv(int layer, const void* k, const void* v, DType act,
-                             cudaStream_t stream) {
-  const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
+KVWriteTarget NaiveKVCache::write_target(int layer) {
+  const std::int64_t kv_dim = std::int64_t(layout_.n_kv_heads) * layout_.head_dim;
   // The mapping counts rows from layer 0 of region 0; shift the base to layer `layer` instead.
   const std::int64_t base_row = region_row(0, layer);
   const std::int64_t rows_after_base =
       std::int64_t(regions_.num_regions()) * layout_.n_layers * regions_.max_seq_len() - base_row;
-  dispatch_dtype(layout_.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T* k_base = reinterpret_cast<T*>(k_.get()) + base_row * kv_dim;
-    T* v_base = reinterpret_cast<T*>(v_.get()) + base_row * kv_dim;
-    dispatch_dtype(act, [&](auto act_tag) {
-      using A = decltype(act_tag);
-      launch_kv_append<T, A>(static_cast<const A*>(k), static_cast<const A*>(v),
-                             staging_->device<int>(meta_), rows_, kv_dim, k_base, v_base,
-                             rows_after_base, stream);
-    });
-  });
+  const std::int64_t offset = base_row * kv_dim * dtype_bytes(layout_.dtype);  // bytes
+  return {k_.get() + offset, v_.get() + offset, staging_->device<int>(meta_), rows_after_base,
+          layout_.dtype};
 }
 
 void NaiveKVCache::attend(int layer, const void* q, void* out, DType act, cudaStream_t stream) {

@@ -17,7 +17,7 @@
 /// Key of position p, head g, in region s, layer l:
 /// `k[(((s * n_layers + l) * max_seq_len + p) * n_kv_heads + g) * head_dim + …]`.
 /// Counted in rows of kv_dim = n_kv_heads × head_dim values, that is row
-/// `(s * n_layers + l) * max_seq_len + p` — the "slot mapping" `launch_kv_append` writes by.
+/// `(s * n_layers + l) * max_seq_len + p` — the "slot mapping" the KV write follows.
 /// Which regions are taken and how full they are is kept by a `KVRegionTable`.
 
 #include <cstdint>
@@ -75,9 +75,8 @@ class NaiveKVCache final : public DeviceKVCache {
   /// \brief The cache, the staged section, the workspace, the rows and each chunk's region (a
   /// graph captured for region 0 must not replay for region 1).
   std::vector<std::int64_t> graph_key() const override;
-  /// \brief One `launch_kv_append` for all rows of the batch.
-  void append_kv(int layer, const void* k, const void* v, DType act,
-                 cudaStream_t stream) override;
+  /// \brief Layer `layer` of every region, from region 0 on, and the pass's slot mapping.
+  KVWriteTarget write_target(int layer) override;
   /// \brief Per chunk: decode attention for a single row, prefill attention for several.
   void attend(int layer, const void* q, void* out, DType act, cudaStream_t stream) override;
   /// @}

@@ -7,7 +7,6 @@
 #include "common/engine/kv/kv_memory.h"
 #include "common/error.h"
 #include "kernels/block_copy.h"
-#include "kernels/kv_append.h"
 #include "kernels/paged_attention.h"
 
 namespace nanoserve::engine {
@@ -183,20 +182,10 @@ std::vector<std::int64_t> PagedKVCache::graph_key() const {
           decode_q_len_};
 }
 
-void PagedKVCache::append_kv(int layer, const void* k, const void* v, DType act,
-                             cudaStream_t stream) {
-  const int kv_dim = layout_.n_kv_heads * layout_.head_dim;
-  dispatch_dtype(layout_.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const std::int64_t base = std::int64_t(layer) * layer_rows() * kv_dim;
-    T* k_pool = reinterpret_cast<T*>(k_.get()) + base;
-    T* v_pool = reinterpret_cast<T*>(v_.get()) + base;
-    dispatch_dtype(act, [&](auto act_tag) {
-      using A = decltype(act_tag);
-      launch_kv_append<T, A>(static_cast<const A*>(k), static_cast<const A*>(v), slots(),
-                             rows_, kv_dim, k_pool, v_pool, layer_rows(), stream);
-    });
-  });
+KVWriteTarget PagedKVCache::write_target(int layer) {
+  const std::int64_t kv_dim = std::int64_t(layout_.n_kv_heads) * layout_.head_dim;
+  const std::int64_t offset = std::int64_t(layer) * layer_rows() * kv_dim * dtype_bytes(layout_.dtype);
+  return {k_.get() + offset, v_.get() + offset, slots(), layer_rows(), layout_.dtype};
 }
 
 void PagedKVCache::attend(int layer, const void* q, void* out, DType act, cudaStream_t stream) {

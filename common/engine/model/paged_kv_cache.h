@@ -20,7 +20,8 @@
 ///                     tables, context lengths and the copy-on-write pairs in the step's
 ///                     staging (one upload with the rest of the step, `StepStaging`)
 ///     before_pass     the block copies, enqueued on the stream behind the upload (no sync)
-///     append_kv(l)    paged KV write: row r's K/V → slot_mapping[r] of layer l's pool
+///     write_target(l) where the paged KV write goes: row r's K/V → slot_mapping[r] of
+///                     layer l's pool (the runner's fused RoPE + KV append writes it)
 ///     attend(l)       every chunk the same length q ≤ 16 (decode, speculative verification):
 ///                     paged decode (split-K over long contexts); otherwise the varlen paged
 ///                     prefill kernel, which also serves mixed prefill + decode batches
@@ -31,7 +32,7 @@
 /// For a decode pass replayed by a CUDA graph of `graph_rows` rows (`DecodeGraphs`), every
 /// shape depends only on `graph_rows`: the block tables are `ceil(max_seq_len / block_size)`
 /// wide whatever the sequences' lengths, and the padding rows past the batch's get slot -1
-/// (`launch_kv_append` writes nothing) and context length 0 (attention gives them zeros):
+/// (the KV write skips them) and context length 0 (attention gives them zeros):
 ///
 ///     graph of 4 rows, batch of 3,     slots        lens   block tables (max_blocks wide)
 ///     block size 8
@@ -80,9 +81,8 @@ class PagedKVCache final : public DeviceKVCache {
   void before_pass(cudaStream_t stream) override;
   /// \brief Pools, the staged section, the workspace, and the pass's sizes.
   std::vector<std::int64_t> graph_key() const override;
-  /// \brief One paged KV write for all rows of the batch into layer `layer`'s pools.
-  void append_kv(int layer, const void* k, const void* v, DType act,
-                 cudaStream_t stream) override;
+  /// \brief Layer `layer`'s pools and the pass's slot mapping.
+  KVWriteTarget write_target(int layer) override;
   /// \brief One PagedAttention launch for the whole batch (decode or varlen prefill).
   void attend(int layer, const void* q, void* out, DType act, cudaStream_t stream) override;
   /// @}

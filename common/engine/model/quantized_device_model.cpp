@@ -25,6 +25,58 @@ QuantizedDeviceLinear::QuantizedDeviceLinear(const quant::QuantizedLinear& q) {
   bits_ = q.scheme.bits;
   group_width_ = q.scheme.group_width(q.cols);  // the view has no "0 = per channel"
   format_ = q.scheme.label() + (q.g_idx.empty() ? "" : "-act");
+  host_g_idx_ = q.g_idx;
+}
+
+namespace {
+// The buffers' elements end to end in a new buffer (device-to-device copies).
+template <typename T>
+DeviceBuffer<T> concatenated(const std::vector<const DeviceBuffer<T>*>& parts) {
+  std::size_t n = 0;
+  for (const DeviceBuffer<T>* p : parts) n += p->size();
+  DeviceBuffer<T> out(n);
+  std::size_t at = 0;
+  for (const DeviceBuffer<T>* p : parts) {
+    if (p->size() > 0) {
+      CUDA_CHECK(cudaMemcpy(out.get() + at, p->get(), p->bytes(), cudaMemcpyDeviceToDevice));
+    }
+    at += p->size();
+  }
+  return out;
+}
+}  // namespace
+
+std::unique_ptr<DeviceLinear> QuantizedDeviceLinear::stacked_with(
+    const std::vector<const DeviceLinear*>& below) const {
+  std::vector<const QuantizedDeviceLinear*> parts = {this};
+  for (const DeviceLinear* b : below) {
+    const auto* q = dynamic_cast<const QuantizedDeviceLinear*>(b);
+    if (q == nullptr || q->cols_ != cols_ || q->bits_ != bits_ ||
+        q->group_width_ != group_width_ || q->format_ != format_ ||
+        (q->zeros_.size() == 0) != (zeros_.size() == 0) || q->host_g_idx_ != host_g_idx_) {
+      return nullptr;
+    }
+    parts.push_back(q);
+  }
+  std::unique_ptr<QuantizedDeviceLinear> out(new QuantizedDeviceLinear());
+  std::vector<const DeviceBuffer<std::uint8_t>*> codes;
+  std::vector<const DeviceBuffer<std::uint16_t>*> scales, zeros;
+  for (const QuantizedDeviceLinear* p : parts) {
+    codes.push_back(&p->qweight_);
+    scales.push_back(&p->scales_);
+    zeros.push_back(&p->zeros_);
+    out->rows_ += p->rows_;
+  }
+  out->qweight_ = concatenated(codes);  // rows of whole bytes: the row pitch does not change
+  out->scales_ = concatenated(scales);
+  out->zeros_ = concatenated(zeros);
+  out->g_idx_ = DeviceBuffer<std::int32_t>(host_g_idx_);
+  out->cols_ = cols_;
+  out->bits_ = bits_;
+  out->group_width_ = group_width_;
+  out->format_ = format_;
+  out->host_g_idx_ = host_g_idx_;
+  return out;
 }
 
 QuantizedWeightView QuantizedDeviceLinear::view() const {

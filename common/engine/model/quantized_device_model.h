@@ -22,7 +22,9 @@
 /// comparison: only the order of the additions differs.
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "common/engine/model/device_model.h"
 #include "common/quant/quantized_model.h"
@@ -60,8 +62,16 @@ class QuantizedDeviceLinear final : public DeviceLinear {
   std::string format() const override { return format_; }
   /// \brief The kernels' view of the device arrays.
   QuantizedWeightView view() const;
+  /// \brief One quantized layer over the rows stacked (codes, scales and zero points end to
+  /// end), when every part below is a QuantizedDeviceLinear of the same format and columns
+  /// with the same act-order g_idx (the columns' groups are shared by all rows); else null.
+  /// GPTQ gives wq, wk, wv (and w1, w3) the same g_idx: they share their input's Hessian.
+  std::unique_ptr<DeviceLinear> stacked_with(
+      const std::vector<const DeviceLinear*>& below) const override;
 
  private:
+  QuantizedDeviceLinear() = default;
+
   DeviceBuffer<std::uint8_t> qweight_;  // (rows, row_bytes) packed codes
   DeviceBuffer<std::uint16_t> scales_;  // (rows, groups) fp16 bits
   DeviceBuffer<std::uint16_t> zeros_;   // (rows, groups) fp16 bits; empty when symmetric
@@ -71,6 +81,7 @@ class QuantizedDeviceLinear final : public DeviceLinear {
   int bits_ = 4;
   int group_width_ = 1;  // the view's group size: per channel is `cols`
   std::string format_;
+  std::vector<std::int32_t> host_g_idx_;  // (cols) g_idx as uploaded, to compare when stacking
 };
 
 /// \brief The device form of `q`: every block's seven linears as `QuantizedDeviceLinear`, the
