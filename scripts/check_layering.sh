@@ -9,7 +9,7 @@ cd "${1:-$(dirname "$0")/..}"
 
 # For a file, the include prefixes it may use (besides its own folder and system headers).
 allowed() {
-  local foundation='common/[a-z_]+\.h|common/(generation|loaders|tokenizer|chat|sampling|oracle|eval|quant|speculative|io|cli|roofline)/'
+  local foundation='common/[a-z_]+\.h|common/(generation|loaders|tokenizer|chat|sampling|oracle|eval|quant|speculative|io|cli|roofline|dist)/'
   case "$1" in
     kernels/*)              echo 'kernels/' ;;
     common/engine/kv/*)     echo "$foundation|common/engine/kv/" ;;
