@@ -75,3 +75,40 @@ nanoserve_mpi_test(ch09.mpi_no_fault NP 2 EXPECT "rank 0: 5 all-reduces done"
                    COMMAND $<TARGET_FILE:dist_fault_probe> ok)
 set_tests_properties(ch09.mpi_rank_dies ch09.mpi_rank_hangs PROPERTIES LABELS "ch09;mpi"
                      TIMEOUT 45 PROCESSORS 2)
+
+# The chapter program (chapters/ch09_distributed): the tour against its expected output, the
+# modeled comparison on another GPU and link, the real hand-off under mpirun, bad input.
+if(NOT TARGET ch09_distributed)
+  return()
+endif()
+set(CH09 $<TARGET_FILE:ch09_distributed>)
+set(CH09_LABELS "ch09;${NANOSERVE_CHAPTER_TEST_LABELS}")
+set(CH09_EXPECT_FAILURE bash "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_failure.sh")
+nanoserve_expected_output_test(ch09_distributed)
+nanoserve_smoke_test(ch09.cost_device_link LABELS ${CH09_LABELS}
+  EXPECT "modeled \\(roofline, H100 SXM\\)" "disaggregated 1P\\+1D, IB NDR 400G"
+         "every setup produced the colocated run's tokens: yes"
+  JSON FIELDS ${NS_REPORT_FIELDS} cost_model
+  RECORDS "links:link,bandwidth_gbs,kv_bytes,kv_transfer_ms,source"
+          "comparison:config,gpus,kv_bytes,handoffs"
+  COMMAND ${CH09} --cost-device h100 --link ib400 --num-requests 8 --rate 4 --prompt-median 512)
+if(NOT NANOSERVE_BACKEND STREQUAL "cuda")
+  # The real hand-off: 1 prefill + 1 decode instance on the tiny model, a decode pool that runs
+  # out (back-pressure), every request's tokens compared with the colocated engine's.
+  add_test(NAME ch09.disaggregated_np2
+           COMMAND ${NS_SMOKE_RUN} --expect "tokens equal to the colocated engine's: 6 of 6"
+                   --expect "blocks left in use 0" --expect "decode deferred [1-9]"
+                   -- ${NS_MPIRUN} ${MPIEXEC_NUMPROC_FLAG} 2 ${CH09} --disaggregated
+                   --model synthetic:tiny)
+  set_tests_properties(ch09.disaggregated_np2 PROPERTIES LABELS "${CH09_LABELS};mpi" TIMEOUT 120
+                       PROCESSORS 2)
+endif()
+add_test(NAME ch09.disaggregated_needs_two_ranks
+         COMMAND ${CH09_EXPECT_FAILURE} "needs at least 2 ranks .*mpirun -np 2" ${CH09}
+                 --disaggregated --model synthetic:tiny)
+add_test(NAME ch09.unknown_link
+         COMMAND ${CH09_EXPECT_FAILURE} "unknown link 'nvlink9' \\(known: nvlink4, pcie5, ib400\\)"
+                 ${CH09} --link nvlink9)
+add_test(NAME ch09.unknown_flag COMMAND ${CH09_EXPECT_FAILURE} "not expected" ${CH09} --bogus)
+set_tests_properties(ch09.disaggregated_needs_two_ranks ch09.unknown_link ch09.unknown_flag
+                     PROPERTIES LABELS "${CH09_LABELS}")
