@@ -3,6 +3,7 @@
 
 #include "common/engine/disagg/disaggregated.h"
 #include "common/engine/disagg/handoff.h"
+#include "common/io/wire.h"
 
 namespace nanoserve::engine {
 namespace {
@@ -38,6 +39,29 @@ TEST(Ch09Examples, HandOff) {
   EXPECT_EQ(copy.token_times_s, r.token_times_s);
   EXPECT_EQ(received.num_blocks, 2);
   EXPECT_FALSE(received.finished);
+}
+
+TEST(Ch09Examples, Wire) {
+  //! [Wire]
+  WireWriter w;
+  w.put(std::int64_t{42});
+  w.put_string("stop token 2");
+  w.put_vector(std::vector<int>{3, 1, 4});
+  const std::vector<std::uint8_t> bytes = w.take();
+  WireReader r(bytes, "example message");
+  const auto id = r.get<std::int64_t>();        // 42
+  const std::string detail = r.get_string();    // "stop token 2"
+  const std::vector<int> v = r.get_vector<int>();  // {3, 1, 4}
+  r.expect_end();
+  //! [Wire]
+  EXPECT_EQ(id, 42);
+  EXPECT_EQ(detail, "stop token 2");
+  EXPECT_EQ(v, (std::vector<int>{3, 1, 4}));
+  const std::vector<std::uint8_t> cut(bytes.begin(), bytes.end() - 1);
+  WireReader short_read(cut, "example message");
+  short_read.get<std::int64_t>();
+  short_read.get_string();
+  EXPECT_THROW(short_read.get_vector<int>(), InvalidArgument);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/engine/kv/kv_cache_manager.h"
+#include "common/engine/model/forward_batch_wire.h"
 #include "common/engine/model/tensor_parallel.h"
 #include "common/error.h"
 #include "common/loaders/synthetic_model.h"
@@ -98,6 +100,34 @@ TEST(Ch09TensorParallel, ShapesThatCannotBeSplitAreRefusedByName) {
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("hidden_dim = 170"), std::string::npos);
   }
+}
+
+TEST(Ch09TensorParallel, APassPlanSurvivesTheWire) {
+  const std::vector<int> prompt{1, 5, 9, 4, 3, 8, 8, 2, 6, 1};
+  KVCacheManager kv(16, 4, /*enable_prefix_caching=*/false);
+  Sequence seq;
+  seq.seq_id = 3;
+  seq.token_ids = prompt;
+  kv.allocate(seq);
+  const BlockTable& table = kv.block_table(3);
+  //! [encode_batch]
+  ForwardBatch batch;
+  batch.add_chunk(/*seq=*/3, prompt.data(), 10, /*start_pos=*/0, &table);
+  batch.logit_rows = {9};
+  batch.block_copies = {BlockCopy{7, 11}};
+  // Rank 0 broadcasts this; every rank runs the same pass over its own shard.
+  const ForwardBatch received = decode_batch(encode_batch(batch));
+  //! [encode_batch]
+  EXPECT_EQ(received.tokens, batch.tokens);
+  ASSERT_EQ(received.chunks.size(), 1u);
+  EXPECT_EQ(received.chunks[0].block_ids, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(received.slot_mapping, batch.slot_mapping);
+  EXPECT_EQ(received.logit_rows, batch.logit_rows);
+  ASSERT_EQ(received.block_copies.size(), 1u);
+  EXPECT_EQ(received.block_copies[0].dst, 11);
+  std::vector<std::uint8_t> bytes = encode_batch(batch);
+  bytes.pop_back();
+  EXPECT_THROW(decode_batch(bytes), InvalidArgument);
 }
 
 }  // namespace

@@ -1,60 +1,11 @@
 #include "common/engine/disagg/handoff.h"
 
-#include <cstring>
-#include <type_traits>
-
 #include "common/error.h"
+#include "common/io/wire.h"
 
 namespace nanoserve::engine {
 
 namespace {
-
-class Writer {
- public:
-  template <typename T>
-  void put(T v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
-    bytes.insert(bytes.end(), p, p + sizeof v);
-  }
-  void put(const std::string& s) {
-    put(static_cast<std::uint32_t>(s.size()));
-    bytes.insert(bytes.end(), s.begin(), s.end());
-  }
-  std::vector<std::uint8_t> bytes;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::vector<std::uint8_t>& b) : b_(b) {}
-  template <typename T>
-  T get() {
-    T v;
-    need(sizeof v);
-    std::memcpy(&v, b_.data() + at_, sizeof v);
-    at_ += sizeof v;
-    return v;
-  }
-  std::string str() {
-    const auto n = get<std::uint32_t>();
-    need(n);
-    std::string s(reinterpret_cast<const char*>(b_.data() + at_), n);
-    at_ += n;
-    return s;
-  }
-  void end() const {
-    if (at_ != b_.size()) throw InvalidArgument("hand-off message: " + std::to_string(b_.size() - at_) + " bytes too many");
-  }
-
- private:
-  void need(std::size_t n) const {
-    if (at_ + n > b_.size()) {
-      throw InvalidArgument("hand-off message: truncated (" + std::to_string(b_.size()) + " bytes)");
-    }
-  }
-  const std::vector<std::uint8_t>& b_;
-  std::size_t at_ = 0;
-};
 
 constexpr std::uint8_t kMagic = 0x9d;
 
@@ -78,7 +29,7 @@ HandOff HandOff::of(const Request& r, int num_blocks) {
 }
 
 std::vector<std::uint8_t> HandOff::encode() const {
-  Writer w;
+  WireWriter w;
   w.put(kMagic);
   w.put(static_cast<std::uint8_t>(done));
   w.put(id);
@@ -86,18 +37,18 @@ std::vector<std::uint8_t> HandOff::encode() const {
   w.put(num_blocks);
   w.put(static_cast<std::uint8_t>(finished));
   w.put(static_cast<std::int32_t>(finish_reason));
-  w.put(finish_detail);
-  w.put(output_text);
+  w.put_string(finish_detail);
+  w.put_string(output_text);
   w.put(first_scheduled_s);
   w.put(token_time_s);
   w.put(finished_s);
   w.put(num_prefix_hit_tokens);
   w.put(num_preemptions);
-  return std::move(w.bytes);
+  return w.take();
 }
 
 HandOff HandOff::decode(const std::vector<std::uint8_t>& bytes) {
-  Reader r(bytes);
+  WireReader r(bytes, "hand-off message");
   if (r.get<std::uint8_t>() != kMagic) throw InvalidArgument("hand-off message: bad magic byte");
   HandOff h;
   h.done = r.get<std::uint8_t>() != 0;
@@ -110,14 +61,14 @@ HandOff HandOff::decode(const std::vector<std::uint8_t>& bytes) {
     throw InvalidArgument("hand-off message: finish reason " + std::to_string(reason));
   }
   h.finish_reason = static_cast<FinishReason>(reason);
-  h.finish_detail = r.str();
-  h.output_text = r.str();
+  h.finish_detail = r.get_string();
+  h.output_text = r.get_string();
   h.first_scheduled_s = r.get<double>();
   h.token_time_s = r.get<double>();
   h.finished_s = r.get<double>();
   h.num_prefix_hit_tokens = r.get<int>();
   h.num_preemptions = r.get<int>();
-  r.end();
+  r.expect_end();
   if (h.num_blocks < 0 || (h.finished && h.num_blocks != 0) || (!h.done && !h.finished && h.first_token < 0)) {
     throw InvalidArgument("hand-off message of request " + std::to_string(h.id) +
                           ": inconsistent (blocks " + std::to_string(h.num_blocks) + ", token " +
