@@ -96,6 +96,13 @@ int Scheduler::adopt(Request r) {
                           std::to_string(config_.max_model_len));
   }
   const Sequence prompt = prompt_of(r);
+  // BEGIN EXERCISE ch09.1 "Adopt a prefilled request: blocks for its prompt, computed, running" points=15 minutes=25
+  // HINT: The KV of r's prompt is on its way from the prefill instance. Reserve blocks for exactly
+  // HINT: the prompt (kv_.allocate on `prompt`, for the tokens this instance's prefix cache does
+  // HINT: not already hold: kv_.num_cached_tokens), mark the whole prompt computed, make r a
+  // HINT: running request (owned by live_, at the back of running_) and return what the cache gave.
+  // STUB: (void)prompt;
+  // STUB: throw Error("exercise ch09.1 not done: Scheduler::adopt");
   const int cached = kv_.allocate(prompt, r.prompt_len - kv_.num_cached_tokens(prompt));
   r.seq.num_computed_tokens = r.prompt_len;
   r.status = RequestStatus::kRunning;
@@ -103,6 +110,7 @@ int Scheduler::adopt(Request r) {
   running_.push_back(owned.get());
   live_.emplace(owned->id(), std::move(owned));
   return cached;
+  // END EXERCISE
 }
 
 }  // namespace nanoserve::engine
