@@ -55,5 +55,17 @@ set_target_properties(nanoserve::unicode PROPERTIES
   INTERFACE_LINK_LIBRARIES "${PCRE2_LIBRARY};${UTF8PROC_LIBRARY}"
   INTERFACE_INCLUDE_DIRECTORIES "${PCRE2_INCLUDE_DIRS};${UTF8PROC_INCLUDE_DIRS}")
 
+# Open MPI (libopenmpi-dev, openmpi-bin): the ranks of chapter 9's distributed runs. Without it
+# the MPI communicator, chapter 9 and its tests are not built (and CMake says so).
+set(MPI_CXX_SKIP_MPICXX ON)  # the C API only (the C++ bindings were removed from MPI 3)
+find_package(MPI COMPONENTS CXX)
+if(NOT MPI_CXX_FOUND)
+  message(STATUS "MPI not found (apt-get install libopenmpi-dev openmpi-bin): chapter 9 is skipped")
+endif()
+# NCCL (cuda build): not a Debian package; cmake/FindNCCL.cmake looks where it is installed.
+if(NANOSERVE_BACKEND STREQUAL "cuda")
+  find_package(NCCL)
+endif()
+
 find_package(Doxygen OPTIONAL_COMPONENTS dot)
 find_package(Git QUIET)

@@ -17,6 +17,7 @@ packages=(
   libxxhash-dev            # prefix-cache block hashes
   ccache                   # scripts/test.sh: one compiler cache for the sim and cuda presets
   libpcre2-dev libutf8proc-dev  # tokenizers: regex pre-tokenizers (PCRE2), NFC (utf8proc)
+  libopenmpi-dev openmpi-bin    # chapter 9: the ranks of a distributed run (mpirun), MPI collectives
   doxygen graphviz         # documentation
   clang libclang-rt-dev    # libFuzzer targets for the loaders
   python3 python3-matplotlib  # scripts/plot_results.py (tutorial plots from JSON results)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that includes point one way (docs/mainpage.md, "Layout"):
-#   chapters -> harness -> engine (serve, decode -> model -> kv) -> common, kernels
+#   chapters -> harness -> engine (disagg -> serve, decode -> model -> kv) -> common, kernels
 # and that no chapter includes another chapter. Prints each offending include with its file and
 # line, and exits 1 if there is one. Run by ctest (layering.*). Usage: check_layering.sh [ROOT]
 # (a git checkout; default: this project).
@@ -9,13 +9,14 @@ cd "${1:-$(dirname "$0")/..}"
 
 # For a file, the include prefixes it may use (besides its own folder and system headers).
 allowed() {
-  local foundation='common/[a-z_]+\.h|common/(generation|loaders|tokenizer|chat|sampling|oracle|eval|quant|speculative|io|cli|roofline)/'
+  local foundation='common/[a-z_]+\.h|common/(generation|loaders|tokenizer|chat|sampling|oracle|eval|quant|speculative|io|cli|roofline|dist)/'
   case "$1" in
     kernels/*)              echo 'kernels/' ;;
     common/engine/kv/*)     echo "$foundation|common/engine/kv/" ;;
     common/engine/model/*)  echo "$foundation|kernels/|common/engine/(kv|model)/" ;;
     common/engine/decode/*) echo "$foundation|kernels/|common/engine/(kv|model|decode)/" ;;
     common/engine/serve/*)  echo "$foundation|kernels/|common/engine/(kv|model|serve)/" ;;
+    common/engine/disagg/*) echo "$foundation|kernels/|common/engine/(kv|model|serve|disagg)/" ;;
     common/harness/*)       echo "$foundation|kernels/|common/engine/|common/harness/" ;;
     common/*)               echo "$foundation|kernels/" ;;
     chapters/*)             local ch; ch=$(cut -d/ -f1-2 <<<"$1")

@@ -2,7 +2,7 @@
 # Regenerates the chapters' expected outputs and, for chapters 1, 2 and 5, their JSON results and
 # plots, so that the tutorials never quote stale numbers:
 #
-#   bash scripts/update_expected_output.sh [--expected-only] all|ch01|ch02|ch03|ch04|ch05|ch06|ch07
+#   bash scripts/update_expected_output.sh [--expected-only] all|ch01|ch02|ch03|ch04|ch05|ch06|ch07|ch09
 #
 # Expected output: chapters/<chapter>/expected_output.txt is the stdout of the command in
 # expected_args below on stories260K, headed by that command ("$ <program> <args>"), and is
@@ -32,7 +32,7 @@ if [[ "${1:-}" == "--expected-only" ]]; then
   shift
 fi
 target=${1:-all}
-chapters=(ch01 ch02 ch03 ch04 ch05 ch06 ch07)
+chapters=(ch01 ch02 ch03 ch04 ch05 ch06 ch07 ch09)
 if [[ "$target" != all && ! " ${chapters[*]} " =~ " $target " ]]; then
   echo "usage: $0 [--expected-only] all|$(IFS='|'; echo "${chapters[*]}")" >&2
   exit 2
@@ -130,7 +130,7 @@ if want ch02; then
   fi
 fi
 
-for chapter in ch03 ch04 ch06 ch07; do
+for chapter in ch03 ch04 ch06 ch07 ch09; do
   if want "$chapter"; then expected_output "$chapter"; fi
 done
 

@@ -150,3 +150,6 @@ endif()
 # peer: nanoserve against other implementations run live (llama.cpp through the npm package
 # node-llama-cpp, peers/); each test skips with a message when node or the packages are absent.
 nanoserve_add_test_area(peer LIBS nanoserve_common)
+
+# Chapter 9 (distributed): its own file, so that the chapters above stay as they are.
+include("${CMAKE_CURRENT_SOURCE_DIR}/ch09/ch09.cmake")

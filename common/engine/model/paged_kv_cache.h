@@ -100,6 +100,22 @@ class PagedKVCache final : public DeviceKVCache {
   /// (length, n_kv_heads, head_dim). For tests.
   std::vector<float> to_host(const std::vector<int>& block_ids, int layer, int length,
                              bool values) const;
+  /// @name Moving blocks between instances (chapter 9's disaggregated prefill and decode;
+  /// paged_kv_cache_transfer.cpp)
+  /// @{
+
+  /// \brief Bytes of one packed block: its keys and values in every layer,
+  /// (2, n_layers, block_size, kv_dim) in the pools' storage type.
+  std::size_t packed_block_bytes() const;
+  /// \brief Copies blocks `block_ids`, in that order, into `dst` — (blocks, 2, n_layers,
+  /// block_size, kv_dim), one packed block after another — on `stream`. Throws
+  /// `InvalidArgument` for a block outside the pool.
+  void pack_blocks(const std::vector<int>& block_ids, void* dst, cudaStream_t stream) const;
+  /// \brief The reverse of `pack_blocks`: block `block_ids[i]` of every layer, K and V, becomes
+  /// packed block i of `src`, on `stream`. Throws `InvalidArgument` for a block outside the pool.
+  void unpack_blocks(const std::vector<int>& block_ids, const void* src, cudaStream_t stream);
+  /// @}
+
   /// \brief Blocks in each pool.
   int num_blocks() const { return num_blocks_; }
   /// \brief Bytes of one block of one layer's K pool (V's are the same size):

@@ -137,6 +137,11 @@ class ModelExecutor final : public Executor {
   StepCounters counters() const { return runner_.counters(); }
   /// \brief The options it was made with.
   const ModelExecutorOptions& options() const { return options_; }
+  /// \brief The device KV pools (the scheduler's blocks first): chapter 9's disaggregated
+  /// instances pack a prompt's blocks from them and unpack received blocks into them.
+  PagedKVCache& kv_cache() { return *cache_; }
+  /// \brief The stream its passes run on.
+  cudaStream_t stream() const { return runner_.stream(); }
   /// \brief e.g. "CPU simulator (…) · kernels, fp32 weights, paged KV".
   std::string device_name() const;
 

@@ -208,7 +208,9 @@ void Scheduler::schedule_running(SchedulerOutput& out, int& budget, double now_s
     // The unit is now the newest. Either it yields to the older ones before it (which ends
     // the loop), or it runs alone with the whole pool: a sample that still does not fit stops
     // growing here (finish reason kLength, "KV cache capacity").
-    if (alone && running_.size() > size) {
+    // (Blocks held by handed-off requests, chapter 9, come back once their KV is sent: the
+    // unit waits for them instead.)
+    if (alone && (running_.size() > size || !handed_off_.empty())) {
       preempt_group(*unit[0], out);
       return;
     }
@@ -259,7 +261,9 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget, double now_s
     const int n = std::min(rest, budget);
     // END EXERCISE
     if (!kv_.can_allocate(r.seq, n)) {
-      if (!running_.empty()) break;  // FCFS: nobody overtakes the head; it waits for blocks
+      // FCFS: nobody overtakes the head; it waits for blocks (held by running requests, or
+      // by handed-off ones until their KV is sent).
+      if (!running_.empty() || !handed_off_.empty()) break;
       // The whole pool is free and still too small: a preempted request whose tokens
       // outgrew the pool (chunked prefill off) would otherwise wait forever.
       waiting_.pop_front();
@@ -514,9 +518,10 @@ std::string Scheduler::check_invariants() const {
              " are not together in the running list";
     }
   }
-  if (kv_.num_sequences() != static_cast<int>(running_.size())) {
+  if (kv_.num_sequences() != static_cast<int>(running_.size() + handed_off_.size())) {
     return name + "the KV manager has " + std::to_string(kv_.num_sequences()) +
-           " tables for " + std::to_string(running_.size()) + " running requests";
+           " tables for " + std::to_string(running_.size()) + " running and " +
+           std::to_string(handed_off_.size()) + " handed-off requests";
   }
   for (const Request* r : waiting_) {
     const std::string who = name + "waiting request " + std::to_string(r->id());

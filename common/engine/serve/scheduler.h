@@ -195,6 +195,34 @@ class Scheduler {
   /// \brief Moves out the requests finished since the last call, in finishing order.
   std::vector<Request> take_finished();
 
+  /// @name Disaggregated prefill and decode (chapter 9; scheduler_handoff.cpp)
+  /// A prefill instance hands a request off once its prompt is computed and its first token
+  /// sampled, keeping the blocks until their KV has been sent; a decode instance adopts it with
+  /// fresh blocks that the received KV fills before its next step.
+  /// @{
+
+  /// \brief Prefill side: takes the running request `id` — prompt computed, first token sampled,
+  /// not finished — out of the scheduler (returned), and keeps its blocks (its table stays in
+  /// `kv()`) until `release_handed_off`. Throws `InvalidArgument` for any other request, and
+  /// `std::logic_error` during a step.
+  Request hand_off(int64_t id);
+  /// \brief Frees the blocks of a handed-off request (its KV has been sent). Throws
+  /// `InvalidArgument` for an id that was not handed off.
+  void release_handed_off(int64_t id);
+  /// \brief Handed-off requests whose blocks are still held.
+  int num_handed_off() const { return static_cast<int>(handed_off_.size()); }
+  /// \brief Decode side: whether `adopt(r)` would find KV blocks and a running slot now.
+  bool can_adopt(const Request& r) const;
+  /// \brief Decode side: admits `r` — its prompt computed elsewhere, its first token sampled
+  /// (`r.seq` holds prompt + that token) — as running, with `num_computed_tokens` = prompt
+  /// length and a table of fresh blocks for the prompt (the longest cached prefix reused).
+  /// Returns the prompt tokens taken from the prefix cache (a multiple of the block size): the
+  /// blocks after them must receive their KV before the next `schedule`. Throws
+  /// `InvalidArgument` for a duplicate id or a request not in that state, `BlockPoolExhausted`
+  /// (changing nothing) when blocks lack.
+  int adopt(Request r);
+  /// @}
+
   /// \brief The counters.
   const SchedulerStats& stats() const { return stats_; }
   /// \brief The configuration.
@@ -258,6 +286,7 @@ class Scheduler {
   };
   std::unordered_map<int64_t, Group> groups_;  ///< by the request's id
   std::vector<std::pair<Request*, std::vector<Request*>>> forked_;  ///< this step's forks
+  std::vector<int64_t> handed_off_;  ///< handed off, blocks still held (chapter 9)
   bool step_in_flight_ = false;
   SchedulerStats stats_;
 };

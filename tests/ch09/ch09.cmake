@@ -1,0 +1,114 @@
+# Chapter 9's tests (included by tests/CMakeAreas.cmake; label ch09): the communicators under
+# mpirun with 2 and 4 ranks on this machine, and the failure of one rank.
+
+# NCCL on a GPU (cuda build with NCCL): one rank, no MPI — what scripts/gpu_check.sh runs.
+if(TARGET nanoserve_nccl)
+  add_executable(test_nccl "${CMAKE_CURRENT_SOURCE_DIR}/ch09/nccl/test_nccl.cpp")
+  target_link_libraries(test_nccl PRIVATE nanoserve_nccl GTest::gtest GTest::gtest_main)
+  target_include_directories(test_nccl PRIVATE "${PROJECT_SOURCE_DIR}")
+  nanoserve_project_flags(test_nccl)
+  gtest_discover_tests(test_nccl WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}" DISCOVERY_MODE PRE_TEST
+                       PROPERTIES LABELS "ch09;gpu")
+endif()
+if(NOT TARGET nanoserve_mpi)
+  message(STATUS "tests/ch09: no MPI, the distributed tests are not built")
+  return()
+endif()
+
+set(ns_ch09_libs nanoserve_mpi nanoserve_harness)
+if(TARGET ch09_lib)
+  set(ns_ch09_libs ch09_lib nanoserve_mpi)
+endif()
+
+# nanoserve_mpi_test(NAME NP N COMMAND prog args... [EXPECT regex] [FAIL]): runs
+# `mpirun -np N prog args` on this machine, bounded by a timeout. Oversubscribed (more ranks
+# than the 2 cores of CI), as root when CI is root, shared-memory transport only, ranks that
+# yield when idle. EXPECT: the output must match; FAIL: the run must fail (exit != 0).
+set(NS_MPIRUN ${MPIEXEC_EXECUTABLE} --oversubscribe --allow-run-as-root --mca btl self,vader
+    --mca btl_vader_single_copy_mechanism none --mca mpi_yield_when_idle 1 --bind-to none)
+function(nanoserve_mpi_test name)
+  cmake_parse_arguments(ARG "FAIL" "NP;TIMEOUT" "COMMAND;EXPECT;ENV" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 60)
+  endif()
+  add_test(NAME ${name} COMMAND ${NS_MPIRUN} ${MPIEXEC_NUMPROC_FLAG} ${ARG_NP} ${ARG_COMMAND}
+           WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}")
+  set_tests_properties(${name} PROPERTIES LABELS "ch09;mpi" TIMEOUT ${ARG_TIMEOUT}
+                       PROCESSORS 2 ENVIRONMENT "${ARG_ENV}")
+  if(ARG_EXPECT)
+    set_tests_properties(${name} PROPERTIES PASS_REGULAR_EXPRESSION "${ARG_EXPECT}")
+  endif()
+  if(ARG_FAIL)
+    set_tests_properties(${name} PROPERTIES WILL_FAIL TRUE)
+  endif()
+endfunction()
+
+# One process (MPI's singleton mode where MPI is needed): the engine pieces and the examples.
+nanoserve_add_test_area(ch09 LIBS ${ns_ch09_libs} LABELS ${NANOSERVE_CHAPTER_TEST_LABELS})
+
+file(GLOB ns_ch09_mpi_sources CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/ch09/mpi/test_*.cpp")
+add_executable(test_ch09_mpi "${CMAKE_CURRENT_SOURCE_DIR}/ch09/mpi/mpi_test_main.cpp"
+               ${ns_ch09_mpi_sources})
+target_link_libraries(test_ch09_mpi PRIVATE ${ns_ch09_libs} GTest::gtest)
+target_include_directories(test_ch09_mpi PRIVATE "${PROJECT_SOURCE_DIR}")
+target_compile_definitions(test_ch09_mpi PRIVATE NANOSERVE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+nanoserve_project_flags(test_ch09_mpi)
+foreach(np 2 4)
+  nanoserve_mpi_test(ch09.mpi_np${np} NP ${np} COMMAND $<TARGET_FILE:test_ch09_mpi>)
+endforeach()
+
+# A rank that dies: mpirun ends the others and names the rank. A rank that hangs: the others'
+# watchdog (2 s here) throws, prints the operation, and MPI_Abort ends the run. Both must fail
+# well inside 30 s instead of hanging.
+add_executable(dist_fault_probe "${CMAKE_CURRENT_SOURCE_DIR}/ch09/mpi/fault_probe.cpp")
+target_link_libraries(dist_fault_probe PRIVATE nanoserve_mpi)
+nanoserve_project_flags(dist_fault_probe)
+set(NS_EXPECT_RUN_FAILS bash "${CMAKE_CURRENT_SOURCE_DIR}/ch09/mpi/expect_run_fails.sh" 30)
+add_test(NAME ch09.mpi_rank_dies
+         COMMAND ${NS_EXPECT_RUN_FAILS} "rank 1 with PID [0-9]+ on node .* exited on signal 9"
+                 ${NS_MPIRUN} ${MPIEXEC_NUMPROC_FLAG} 4 $<TARGET_FILE:dist_fault_probe> die)
+add_test(NAME ch09.mpi_rank_hangs
+         COMMAND ${NS_EXPECT_RUN_FAILS} "rank 0: error: MPI all_reduce.*no answer within 2"
+                 ${NS_MPIRUN} ${MPIEXEC_NUMPROC_FLAG} 2 -x NANOSERVE_COMM_TIMEOUT_S=2
+                 $<TARGET_FILE:dist_fault_probe> hang)
+nanoserve_mpi_test(ch09.mpi_no_fault NP 2 EXPECT "rank 0: 5 all-reduces done"
+                   COMMAND $<TARGET_FILE:dist_fault_probe> ok)
+set_tests_properties(ch09.mpi_rank_dies ch09.mpi_rank_hangs PROPERTIES LABELS "ch09;mpi"
+                     TIMEOUT 45 PROCESSORS 2)
+
+# The chapter program (chapters/ch09_distributed): the tour against its expected output, the
+# modeled comparison on another GPU and link, the real hand-off under mpirun, bad input.
+if(NOT TARGET ch09_distributed)
+  return()
+endif()
+set(CH09 $<TARGET_FILE:ch09_distributed>)
+set(CH09_LABELS "ch09;${NANOSERVE_CHAPTER_TEST_LABELS}")
+set(CH09_EXPECT_FAILURE bash "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_failure.sh")
+nanoserve_expected_output_test(ch09_distributed)
+nanoserve_smoke_test(ch09.cost_device_link LABELS ${CH09_LABELS}
+  EXPECT "modeled \\(roofline, H100 SXM\\)" "disaggregated 1P\\+1D, IB NDR 400G"
+         "every setup produced the colocated run's tokens: yes"
+  JSON FIELDS ${NS_REPORT_FIELDS} cost_model
+  RECORDS "links:link,bandwidth_gbs,kv_bytes,kv_transfer_ms,source"
+          "comparison:config,gpus,kv_bytes,handoffs"
+  COMMAND ${CH09} --cost-device h100 --link ib400 --num-requests 8 --rate 4 --prompt-median 512)
+if(NOT NANOSERVE_BACKEND STREQUAL "cuda")
+  # The real hand-off: 1 prefill + 1 decode instance on the tiny model, a decode pool that runs
+  # out (back-pressure), every request's tokens compared with the colocated engine's.
+  add_test(NAME ch09.disaggregated_np2
+           COMMAND ${NS_SMOKE_RUN} --expect "tokens equal to the colocated engine's: 6 of 6"
+                   --expect "blocks left in use 0" --expect "decode deferred [1-9]"
+                   -- ${NS_MPIRUN} ${MPIEXEC_NUMPROC_FLAG} 2 ${CH09} --disaggregated
+                   --model synthetic:tiny)
+  set_tests_properties(ch09.disaggregated_np2 PROPERTIES LABELS "${CH09_LABELS};mpi" TIMEOUT 120
+                       PROCESSORS 2)
+endif()
+add_test(NAME ch09.disaggregated_needs_two_ranks
+         COMMAND ${CH09_EXPECT_FAILURE} "needs at least 2 ranks .*mpirun -np 2" ${CH09}
+                 --disaggregated --model synthetic:tiny)
+add_test(NAME ch09.unknown_link
+         COMMAND ${CH09_EXPECT_FAILURE} "unknown link 'nvlink9' \\(known: nvlink4, pcie5, ib400\\)"
+                 ${CH09} --link nvlink9)
+add_test(NAME ch09.unknown_flag COMMAND ${CH09_EXPECT_FAILURE} "not expected" ${CH09} --bogus)
+set_tests_properties(ch09.disaggregated_needs_two_ranks ch09.unknown_link ch09.unknown_flag
+                     PROPERTIES LABELS "${CH09_LABELS}")
