@@ -218,7 +218,7 @@ engine::Request ApiServer::build_request(const CompletionRequest& c) {
   sampling.min_p = c.min_p;
   sampling.seed = c.seed ? *c.seed : next_seed_.fetch_add(uint64_t(options_.limits.max_n));
   engine::Request r = engine::make_request(0, std::move(ids), max_tokens, sampling);
-  r.stop_token_ids = c.chat ? text_.chat_stop_ids : text_.completion_stop_ids;
+  if (!c.ignore_eos) r.stop_token_ids = c.chat ? text_.chat_stop_ids : text_.completion_stop_ids;
   r.stop_strings = c.stop;
   r.num_logprobs = c.logprobs;
   return r;
