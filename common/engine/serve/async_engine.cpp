@@ -1,5 +1,7 @@
 #include "common/engine/serve/async_engine.h"
 
+#include <time.h>
+
 #include <exception>
 #include <unordered_set>
 #include <utility>
@@ -281,6 +283,7 @@ void AsyncEngine::fill_snapshot(const SchedulerOutput* out, double step_ms) {
   if (out != nullptr) {  // after a step; otherwise only the counters change
     ++s.step;
     s.step_ms = step_ms;
+    s.step_seconds_total += step_ms / 1e3;
     s.batch_size = static_cast<int>(out->seqs.size());
     s.num_batched_tokens = out->num_batched_tokens();
   }
@@ -290,6 +293,10 @@ void AsyncEngine::fill_snapshot(const SchedulerOutput* out, double step_ms) {
   s.stats = scheduler_.stats();
   s.kv = scheduler_.kv().metrics();
   s.accepting = accepting_;
+  timespec cpu{};  // fill_snapshot runs on the engine thread
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
+    s.engine_cpu_seconds = double(cpu.tv_sec) + 1e-9 * double(cpu.tv_nsec);
+  }
   s.requests.clear();
   s.block_ref_cnt.clear();
   s.block_cached.clear();
