@@ -36,3 +36,12 @@ add_test(NAME ch08.cluster_bad_flag
                  "'--port' is set by the cluster" bash "${PROJECT_SOURCE_DIR}/scripts/serve_cluster.sh"
                  --bin $<TARGET_FILE:nanoserve> -- -m synthetic:tiny --port 9)
 set_tests_properties(ch08.cluster_bad_flag PROPERTIES LABELS "ch08")
+# The benchmark client (apps/bench_serving), over HTTP and in-process, in seconds.
+add_test(NAME ch08.bench_serving_smoke
+         COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/ch08/bench_serving_smoke.sh" $<TARGET_FILE:nanoserve>
+                 $<TARGET_FILE:bench_serving>)
+set_tests_properties(ch08.bench_serving_smoke PROPERTIES LABELS "ch08" TIMEOUT 120)
+add_test(NAME ch08.bench_serving_not_loopback
+         COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_failure.sh" "host '10.1.2.3' is not loopback"
+                 $<TARGET_FILE:bench_serving> --base-url http://10.1.2.3:8000 -m synthetic:tiny)
+set_tests_properties(ch08.bench_serving_not_loopback PROPERTIES LABELS "ch08")

@@ -51,7 +51,13 @@ void ApiServer::add_routes() {
                     "application/json");
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.prometheus(engine_.snapshot()), "text/plain; version=0.0.4");
+    // An info metric first (Prometheus' idiom): the model and the device the numbers are from.
+    const json label_values = {options_.model_name, options_.device};
+    const std::string info =
+        "# HELP nanoserve:server_info The served model and the engine's device.\n"
+        "# TYPE nanoserve:server_info gauge\nnanoserve:server_info{model=" +
+        label_values[0].dump() + ",device=" + label_values[1].dump() + "} 1\n";
+    res.set_content(info + metrics_.prometheus(engine_.snapshot()), "text/plain; version=0.0.4");
   });
   add_live_view_routes();
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {

@@ -42,6 +42,7 @@ namespace nanoserve::server {
 /// \brief The bounds and names of a server; each is a flag of `nanoserve serve`.
 struct ServerOptions {
   std::string model_name = "model";  ///< the id /v1/models lists and requests must name
+  std::string device;                ///< where the engine runs, in words (/metrics' server_info)
   size_t max_body_bytes = 1 << 20;   ///< larger bodies get 413
   int max_connections = 64;          ///< HTTP worker threads: connections served at once
   int max_tokens_ceiling = 4096;     ///< most `max_tokens` one request may ask for

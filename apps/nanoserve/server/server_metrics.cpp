@@ -91,6 +91,7 @@ std::string ServerMetrics::prometheus(const engine::EngineSnapshot& s) const {
   metric(out, "iteration_step_seconds", "gauge", "Wall time of the last engine step.",
          s.step_ms / 1e3);
   metric(out, "iteration_batch_size", "gauge", "Sequences in the last engine step.", s.batch_size);
+  metric(out, "iteration_steps_total", "counter", "Engine steps run.", double(s.step));
   metric(out, "iteration_step_seconds_total", "counter", "Wall time of all engine steps.",
          s.step_seconds_total);
   metric(out, "engine_thread_cpu_seconds_total", "counter", "CPU time of the engine thread.",

@@ -19,6 +19,7 @@
 /// and what the server itself costs beside the engine (chapter 8's overhead measurement; not
 /// vLLM metrics):
 ///
+///     nanoserve:iteration_steps_total                      counter: engine steps run
 ///     nanoserve:iteration_step_seconds_total               counter: wall time of all steps
 ///     nanoserve:engine_thread_cpu_seconds_total            counter: CPU time of the engine thread
 ///     process_cpu_seconds_total                            counter: CPU time of the process
