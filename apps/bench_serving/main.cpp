@@ -143,11 +143,6 @@ int run(Args a) {
   std::printf("bench_serving  backend %s (%s)  model %s  device %s\n", backend->name().c_str(),
               http ? a.base_url.c_str() : "in-process", model_name.c_str(), device.c_str());
   if (sim) std::printf("NOTE: CUDA simulator: CPU timings of the simulator, not GPU performance.\n");
-  std::printf("workload: %s, ignore_eos %s, max concurrency %s, max duration %.0f s\n",
-              harness::describe_workload(a.workload, size_t(a.workload.num_requests)).c_str(),
-              a.ignore_eos ? "yes" : "no",
-              a.load.max_concurrency > 0 ? std::to_string(a.load.max_concurrency).c_str() : "-",
-              a.load.max_duration_s);
 
   // One short request first (not counted): the first step of an engine pays for setup.
   {
@@ -163,8 +158,20 @@ int run(Args a) {
   report["model"] = model_name;
   report["label"] = a.label.empty() ? backend->name() : a.label;
   report["client_backend"] = backend->name();
-  report["workload"] = harness::describe_workload(a.workload, size_t(a.workload.num_requests));
+  report["workload"] =
+      !a.workload.trace.empty()
+          ? harness::describe_workload(a.workload, size_t(a.workload.num_requests))
+          : std::to_string(a.workload.num_requests) + " requests per rate, prompts " +
+                a.workload.prompt_len + ", outputs " + a.workload.output_len +
+                (a.workload.temperature == 0 ? ", greedy"
+                                             : ", temperature " + std::to_string(a.workload.temperature)) +
+                (a.ignore_eos ? ", ignore_eos" : "") +
+                (a.load.max_concurrency > 0
+                     ? ", at most " + std::to_string(a.load.max_concurrency) + " in flight"
+                     : "");
   report["ignore_eos"] = a.ignore_eos;
+  std::printf("workload: %s; each run at most %.0f s\n", report["workload"].get<std::string>().c_str(),
+              a.load.max_duration_s);
   report["max_concurrency"] = a.load.max_concurrency;
   std::printf("\n%6s %11s %7s %9s %8s %8s %7s %7s %7s %7s %8s %8s %8s\n", "rate", "done/sent",
               "req/s", "out tok/s", "TTFT p50", "TTFT p99", "TPOT50", "TPOT99", "ITL p50",
