@@ -302,22 +302,34 @@ void ApiServer::handle_completion(const httplib::Request& req, httplib::Response
         [job](size_t, httplib::DataSink& sink) {
           // Called again and again until done; each call waits up to 50 ms for tokens.
           const std::string events = job->next_events(std::chrono::milliseconds(50));
+          bool written = true;
           if (!events.empty()) {
             const Clock::time_point t = Clock::now();
-            const bool written = sink.write(events.data(), events.size());
+            written = sink.write(events.data(), events.size());
             job->metrics.add_time(ServerPhase::kWrite, since(t));
             job->metrics.count_events(job->num_events);
             job->num_events = 0;
-            if (!written) return false;
           }
-          if (!sink.is_writable()) return false;  // the client went away
+          // BEGIN EXERCISE ch08.2 "A client that leaves cancels its request" points=10 minutes=20
+          // HINT: A client that closed its connection is only seen by the server when it writes
+          // HINT: to it: the write fails (`written` is false), or the sink says it is no longer
+          // HINT: writable. Returning false ends the response (httplib then runs the release
+          // HINT: hook below).
+          // STUB: (void)written;
+          if (!written || !sink.is_writable()) return false;  // the client went away
+          // END EXERCISE
           if (job->done) sink.done();
           return true;
         },
         [this, job](bool) {
-          // Whatever ended the response: a client that left cancels its requests (their
-          // blocks are freed at the engine's next step).
+          // Whatever ended the response. A client that left must not leave its requests
+          // running: their blocks are freed at the engine's next step.
+          // BEGIN EXERCISE ch08.2 "A client that leaves cancels its request"
+          // HINT: The response ended before every choice finished (`job->done` is false): cancel
+          // HINT: the unfinished choices' engine requests (Job::cancel_unfinished).
+          // STUB: (void)job;
           if (!job->done) job->cancel_unfinished();
+          // END EXERCISE
           leave();
         });
     return;

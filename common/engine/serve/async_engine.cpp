@@ -91,11 +91,18 @@ std::vector<std::shared_ptr<RequestStream>> AsyncEngine::submit(Request request,
                                                : "the engine failed: " + snapshot_.error,
                        true);
     }
+    // BEGIN EXERCISE ch08.3 "Admission control: refuse what the waiting queue cannot hold" points=10 minutes=15
+    // HINT: num_queued_ counts the requests submitted and not yet admitted by the scheduler;
+    // HINT: these n samples would add n. Beyond options_.max_waiting, throw EngineBusy whose
+    // HINT: message says "the waiting queue is full (Q of M requests)", with closed = false
+    // HINT: (try again later): the server answers 429 with Retry-After.
+    // STUB: (void)n;
     if (num_queued_ + n > options_.max_waiting) {
       throw EngineBusy("the waiting queue is full (" + std::to_string(num_queued_) + " of " +
                            std::to_string(options_.max_waiting) + " requests)",
                        false);
     }
+    // END EXERCISE
     // Temporary until chapter 7's scheduler forks samples itself: n requests, seeds seed + i.
     for (int i = 0; i < n; ++i) {
       Request r = request;
