@@ -5,8 +5,8 @@
 # streams (one replica with its /metrics, and the engine alone on the same requests); then
 # the plots and tables (scripts/plot_results.py -> docs/images/ch08_*.png, docs/results/ch08_*).
 #
-#   scripts/bench_serving.sh [--model stories260K.bin] [--rates 0.5,1,2,4,inf] [-n 24]
-#                            [--prompt-len fixed:32] [--output-len fixed:32] [--replicas 2]
+#   scripts/bench_serving.sh [--model stories260K.bin] [--rates 0.1,0.2,0.4,0.8,inf] [-n 12]
+#                            [--prompt-len fixed:32] [--output-len fixed:16] [--replicas 2]
 #                            [--concurrency 64] [--out docs/results] [--images docs/images]
 #                            [--build build/sim]
 #
@@ -14,7 +14,7 @@
 # simulator (the report and the plots say so), not GPU performance.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-model=stories260K.bin rates=0.5,1,2,4,inf n=24 prompt_len=fixed:32 output_len=fixed:32
+model=stories260K.bin rates=0.1,0.2,0.4,0.8,inf n=12 prompt_len=fixed:32 output_len=fixed:16
 replicas=2 concurrency=64 out="$root/docs/results" images="$root/docs/images" build="$root/build/sim"
 while (($#)); do
   case $1 in

@@ -89,6 +89,20 @@ std::vector<BenchRequest> make_workload(const Args& a, double rate, const Tokeni
   return out;
 }
 
+// The engine's own account of a run (its thread's work, the same quantities as the server's
+// /metrics give for --server-metrics): steps, step time and CPU time per step, tokens per step.
+json engine_record(const engine::EngineSnapshot& before, const engine::EngineSnapshot& after) {
+  const double steps = double(after.step - before.step);
+  const double tokens = double(after.num_generated_tokens - before.num_generated_tokens);
+  const double cpu = after.engine_cpu_seconds - before.engine_cpu_seconds;
+  const double wall = after.step_seconds_total - before.step_seconds_total;
+  return {{"steps", steps},
+          {"generated_tokens", tokens},
+          {"tokens_per_step", steps > 0 ? tokens / steps : 0.0},
+          {"step_ms", steps > 0 ? 1e3 * wall / steps : 0.0},
+          {"engine_thread_cpu_ms_per_step", steps > 0 ? 1e3 * cpu / steps : 0.0}};
+}
+
 // The line of the table for one run.
 void print_row(const std::string& rate, const json& s) {
   auto ms = [&](const char* k, const char* p) { return s[k][p].get<double>(); };
@@ -180,6 +194,8 @@ int run(Args a) {
     const std::vector<BenchRequest> requests = make_workload(a, rates[k], *tok.tokenizer, context);
     std::map<std::string, double> before;
     if (a.server_metrics) before = parse_prometheus(http->get("/metrics"));
+    engine::EngineSnapshot engine_before;
+    if (eng != nullptr) engine_before = eng->snapshot();
     const LoadResult result = run_load(*backend, requests, a.load);
     json row = summarize_load(result, slos);
     row["table"] = "load";
@@ -191,11 +207,7 @@ int run(Args a) {
     if (a.server_metrics) {
       row["server_overhead"] = server_overhead(before, parse_prometheus(http->get("/metrics")));
     }
-    if (eng != nullptr) {
-      const engine::EngineSnapshot s = eng->snapshot();
-      row["engine_steps_total"] = s.step;
-      row["engine_step_seconds_total"] = s.step_seconds_total;
-    }
+    if (eng != nullptr) row["engine"] = engine_record(engine_before, eng->snapshot());
     if (row.contains("server_overhead")) {
       const json& o = row["server_overhead"];
       const json& t = o["server_us_per_token"];

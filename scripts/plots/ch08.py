@@ -92,20 +92,24 @@ def plot_ch08(report, out_dir, tables_dir):
                      fontsize=9)
         ax.grid(alpha=0.3, axis="x")
         save(fig, out_dir, "ch08_server_overhead.png")
-        lines = ["| measure | value |", "|---|---:|",
-                 f"| engine step (wall), ms | {o['step_ms']:.1f} |",
-                 f"| tokens per step | {o['tokens_per_step']:.1f} |",
-                 f"| engine step per token, µs | {step_us_per_token:.0f} |"]
+        e = engine.get("engine", {}) if engine else {}
+        alone = (lambda key, fmt: f" | {format(e[key], fmt)}" if key in e else " | –")
+        lines = ["| measure | over HTTP (1 replica) | engine alone |", "|---|---:|---:|",
+                 f"| engine step (wall), ms | {o['step_ms']:.1f}{alone('step_ms', '.1f')} |",
+                 f"| engine thread CPU per step, ms | {o['engine_thread_cpu_ms_per_step']:.1f}"
+                 f"{alone('engine_thread_cpu_ms_per_step', '.1f')} |",
+                 f"| tokens per step | {o['tokens_per_step']:.1f}{alone('tokens_per_step', '.1f')} |",
+                 f"| engine step per token, µs | {step_us_per_token:.0f} | |"]
         for phase in phases:
-            lines.append(f"| server: {phase}, µs per token | {t[phase]:.1f} |")
-        lines += [f"| server: total, µs per token | {t['total']:.1f} |",
-                  f"| server work per step, % of the step time | {o['server_work_per_step_pct']:.2f} |",
-                  f"| CPU of threads other than the engine's, % of the engine thread's | "
-                  f"{o['other_cpu_vs_engine_pct']:.2f} |",
-                  f"| SSE events per token | {o['sse_events'] / max(o['generated_tokens'], 1):.2f} |",
-                  f"| client TPOT P50 over HTTP, ms | {server['tpot_ms']['p50']:.1f} |"]
+            lines.append(f"| server: {phase}, µs per token (wall, HTTP threads) | {t[phase]:.1f} | |")
+        lines += [f"| server: total, µs per token | {t['total']:.1f} | |",
+                  f"| server work per step, % of the step time | {o['server_work_per_step_pct']:.2f} | |",
+                  f"| CPU of all other threads, µs per token | {o['other_cpu_us_per_token']:.0f} | |",
+                  f"| CPU of all other threads, % of the engine thread's | "
+                  f"{o['other_cpu_vs_engine_pct']:.2f} | |",
+                  f"| SSE events per token | {o['sse_events'] / max(o['generated_tokens'], 1):.2f} | |"]
         if engine:
-            lines += [f"| client TPOT P50, engine alone, ms | {engine['tpot_ms']['p50']:.1f} |",
-                      f"| output tokens/s over HTTP / engine alone | {server['output_throughput']:.1f} / "
+            lines += [f"| client TPOT P50, ms | {server['tpot_ms']['p50']:.1f} | {engine['tpot_ms']['p50']:.1f} |",
+                      f"| output tokens/s | {server['output_throughput']:.1f} | "
                       f"{engine['output_throughput']:.1f} |"]
         write_table(tables_dir, "ch08_overhead", report, lines)

@@ -27,9 +27,11 @@ for path in sys.argv[1:]:
     assert row["ttft_ms"]["count"] == 4 and row["e2el_ms"]["count"] == 4, (who, row)
     assert 0 < row["ttft_ms"]["p50"] <= row["e2el_ms"]["p50"], (who, row)
     assert row["goodput"] == row["request_throughput"] > 0, (who, row)
+    # The engine's own account: every token, at least one step per token of a request.
+    o = row["server_overhead"] if who == "http" else row["engine"]
+    assert o["generated_tokens"] == 16 and o["steps"] >= 4, o
+    assert o["step_ms"] > 0 and o["engine_thread_cpu_ms_per_step"] > 0, o
     if who == "http":
-        o = row["server_overhead"]
-        assert o["generated_tokens"] == 16 and o["steps"] >= 4, o
-        assert o["server_us_per_token"]["total"] > 0 and o["step_ms"] > 0, o
+        assert o["server_us_per_token"]["total"] > 0, o
     print(f"{who}: 4/4 requests, 16 tokens, TTFT p50 {row['ttft_ms']['p50']:.0f} ms")
 PY

@@ -158,6 +158,7 @@ TEST(Ch08BenchServing, ServerOverheadFromTwoScrapes) {
   const auto o = server_overhead(before, after);
   EXPECT_DOUBLE_EQ(o["tokens_per_step"].get<double>(), 64);
   EXPECT_DOUBLE_EQ(o["step_ms"].get<double>(), 200);
+  EXPECT_DOUBLE_EQ(o["engine_thread_cpu_ms_per_step"].get<double>(), 200);  // 4 s over 20 steps
   EXPECT_NEAR(o["server_us_per_token"]["write"].get<double>(), 50, 1e-9);
   EXPECT_NEAR(o["server_us_per_token"]["total"].get<double>(), 100, 1e-9);
   EXPECT_NEAR(o["server_work_per_step_pct"].get<double>(), 3.2, 1e-9);  // 0.128 s of 4 s
