@@ -12,6 +12,12 @@ trap 'kill -KILL $server_pid 2>/dev/null || true; rm -rf "$out"' EXIT
 workload=(-m synthetic:tiny -n 4 --request-rate inf --prompt-len fixed:6 --output-len fixed:4 --ignore-eos
           --goodput ttft:60000 --max-duration 60)
 start_server "$bin" -m synthetic:tiny --served-model-name tiny
+# The server queues up to 1024 connections for its accept thread (cpp-httplib's own 5 dropped
+# handshakes when 64 clients reconnected at once): `ss` shows a listening socket's backlog.
+if command -v ss >/dev/null; then
+  backlog=$(ss -ltnH "sport = :$port" | awk '{print $3}')
+  [[ $backlog -ge 1024 ]] || { echo "FAILED: listen backlog $backlog, expected >= 1024"; exit 1; }
+fi
 "$bench" --base-url "http://127.0.0.1:$port" "${workload[@]}" --server-metrics --json "$out/http.json"
 stop_server 20
 "$bench" --backend engine "${workload[@]}" --json "$out/engine.json"

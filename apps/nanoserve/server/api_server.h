@@ -68,6 +68,8 @@ nlohmann::json snapshot_json(const engine::EngineSnapshot& snapshot);
 /// \brief The HTTP server (see the file comment).
 class ApiServer {
  public:
+  /// \brief Connections the kernel queues for the accept thread (cpp-httplib's own is 5).
+  static constexpr int kListenBacklog = 1024;
   /// \brief Routes over `engine` (which must outlive it); registers the metrics hook.
   ApiServer(ServerOptions options, engine::AsyncEngine& engine, ModelText text);
   ~ApiServer();
