@@ -29,7 +29,7 @@ if ((do_build)); then
   if ((${#chapters[@]})); then
     for c in "${chapters[@]}"; do targets+=("test_$c"); done
   else
-    targets+=(test_ch01 test_ch02 test_ch03 test_ch04 test_ch05 test_ch06 test_ch07 test_ch09)
+    targets+=(test_ch01 test_ch02 test_ch03 test_ch04 test_ch05 test_ch06 test_ch07 test_ch08 test_ch09)
   fi
   cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >/dev/null
 fi

@@ -26,6 +26,7 @@ PLOTTERS = {
     "ch04_continuous_batching sched-bench": ("ch03_ch04", "plot_ch04"),
     "ch05_quantization": ("ch05", "plot_ch05"),
     "ch06_speculative_decoding": ("ch06", "plot_ch06"),
+    "bench_serving": ("ch08", "plot_ch08"),
 }
 
 

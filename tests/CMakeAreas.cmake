@@ -128,9 +128,10 @@ foreach(chapter ch01 ch02 ch03 ch04 ch05 ch06 ch07)
   endif()
 endforeach()
 
-# Chapter 8 (serving): the engine's server seam (AsyncEngine) and the HTTP server's pieces
-# (apps/nanoserve/server/); the server's end-to-end tests are in tests/ch08/server.cmake.
-nanoserve_add_test_area(ch08 LIBS nanoserve_server nanoserve_harness LABELS ${NANOSERVE_CHAPTER_TEST_LABELS})
+# Chapter 8 (serving): the engine's server seam (AsyncEngine), the HTTP server's pieces
+# (apps/nanoserve/server/) and the benchmark client's (apps/bench_serving/); the end-to-end
+# tests (server, cluster, benchmark) are in tests/ch08/server.cmake.
+nanoserve_add_test_area(ch08 LIBS nanoserve_server nanoserve_harness nanoserve_bench_serving LABELS ${NANOSERVE_CHAPTER_TEST_LABELS})
 include("${CMAKE_CURRENT_SOURCE_DIR}/ch08/server.cmake")
 
 # bench_kernels (apps/bench_kernels): every benchmark case must run at --quick sizes and write its

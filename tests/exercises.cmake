@@ -86,6 +86,12 @@ nanoserve_exercise_tests(ch07.2 test_ch07
   "^Ch07ParallelSampling\\.(ForksAfterThePromptSharesItsBlocksAndCopiesThePartialOneOnWrite|AGroupIsPreemptedAndReadmittedAsOneWithItsSoloTokens|CancellingARequestCancelsItsSamples|EverySampleOfTheModelEqualsItsSoloRunWithItsSeed)$")
 nanoserve_exercise_tests(ch07.3 test_ch07
   "^(Ch07KVSwap\\.SwapOutKeepsTheSharingOfForkedSamplesAndSwapInRestoresIt|Ch07SwapPreemption\\.SwappedRequestsComeBackBeforeNewOnesAndWithoutRecomputing|Ch07Examples\\.HostBlockPool)$")
+# ─── ch08 ──────────────────────────────────────────────────────────────────────────────────
+nanoserve_exercise_tests(ch08.1 test_ch08
+  "^Ch08TextStream\\.(StopStringSplitOverTokensIsHeldBackAndCut|HeldBackTextThatIsNoStopStringIsSentLater|SentTextIsAlwaysTheFinalTextOnRandomInputs)$")
+nanoserve_exercise_tests(ch08.2 test_ch08 "^Ch08ApiServer\\.ClientDisconnectMidStreamCancelsAndFreesBlocks$")
+nanoserve_exercise_tests(ch08.3 test_ch08
+  "^(Ch08AsyncEngine\\.FullQueueRefusesWithEngineBusy|Ch08ApiServer\\.FullQueueIs429WithRetryAfter)$")
 # ─── ch09 ──────────────────────────────────────────────────────────────────────────────────
 nanoserve_exercise_tests(ch09.1 test_ch09
   "^(Ch09HandOff\\.(AdoptionGivesFreshBlocksReusesTheDecodeSidesPrefixCacheAndDecodesOn|AdoptionWaitsWhenThePoolIsFull)|Ch09KVPack\\.PackedBlocksUnpackIntoOtherBlocksBitForBitAndDecodingContinues|Ch09Modeled\\.[A-Za-z]+)$")
@@ -97,7 +103,7 @@ set(NS_EXERCISE_BASE_LABELS_test_kernels kernels)
 if(NANOSERVE_BACKEND STREQUAL "cuda")
   set(NS_EXERCISE_BASE_LABELS_test_kernels kernels gpu)
 endif()
-foreach(chapter ch01 ch02 ch03 ch04 ch05 ch06 ch07 ch09)
+foreach(chapter ch01 ch02 ch03 ch04 ch05 ch06 ch07 ch08 ch09)
   set(NS_EXERCISE_BASE_LABELS_test_${chapter} ${chapter} ${NANOSERVE_CHAPTER_TEST_LABELS})
 endforeach()
 

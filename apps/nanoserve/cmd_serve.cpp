@@ -116,6 +116,7 @@ int run_serve(ServeArgs a) {
 
   server::ServerOptions so = a.server;
   so.model_name = served_name_of(a);
+  so.device = device_name;
   so.max_model_len = sc.max_model_len;
   so.num_kv_blocks = sc.num_kv_blocks;
   so.block_size = sc.block_size;

@@ -26,3 +26,22 @@ add_test(NAME ch08.live_view_browser
          COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/ch08/live_view_browser.sh" $<TARGET_FILE:nanoserve>
                  "${PROJECT_SOURCE_DIR}")
 set_tests_properties(ch08.live_view_browser PROPERTIES LABELS "ch08" SKIP_RETURN_CODE 77 TIMEOUT 180)
+# Replicas behind nginx (scripts/serve_cluster.sh): one is killed under load.
+add_test(NAME ch08.cluster_kill
+         COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/ch08/cluster_kill.sh" $<TARGET_FILE:nanoserve>
+                 "${PROJECT_SOURCE_DIR}")
+set_tests_properties(ch08.cluster_kill PROPERTIES LABELS "ch08" SKIP_RETURN_CODE 77 TIMEOUT 90)
+add_test(NAME ch08.cluster_bad_flag
+         COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_failure.sh"
+                 "'--port' is set by the cluster" bash "${PROJECT_SOURCE_DIR}/scripts/serve_cluster.sh"
+                 --bin $<TARGET_FILE:nanoserve> -- -m synthetic:tiny --port 9)
+set_tests_properties(ch08.cluster_bad_flag PROPERTIES LABELS "ch08")
+# The benchmark client (apps/bench_serving), over HTTP and in-process, in seconds.
+add_test(NAME ch08.bench_serving_smoke
+         COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/ch08/bench_serving_smoke.sh" $<TARGET_FILE:nanoserve>
+                 $<TARGET_FILE:bench_serving>)
+set_tests_properties(ch08.bench_serving_smoke PROPERTIES LABELS "ch08" TIMEOUT 120)
+add_test(NAME ch08.bench_serving_not_loopback
+         COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_failure.sh" "host '10.1.2.3' is not loopback"
+                 $<TARGET_FILE:bench_serving> --base-url http://10.1.2.3:8000 -m synthetic:tiny)
+set_tests_properties(ch08.bench_serving_not_loopback PROPERTIES LABELS "ch08")

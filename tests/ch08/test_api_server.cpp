@@ -152,6 +152,22 @@ TEST(Ch08ApiServer, StreamEndsWithDoneAndTokensEqualTheNonStreamedOnes) {
   }
   EXPECT_EQ(text, full["choices"][0]["text"].get<std::string>());
   EXPECT_EQ(usage, full["usage"]);
+  // The timer split saw the stream: its events were counted and its work timed.
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  auto value = [&](const std::string& name) {
+    const size_t at = metrics->body.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(metrics->body.substr(at + name.size() + 2));
+  };
+  size_t events = 0;
+  for (size_t at = 0; (at = sse.find("data: ", at)) != std::string::npos; ++at) ++events;
+  EXPECT_EQ(value("nanoserve:server_stream_events_total"), double(events));
+  for (const char* phase : {"request", "detokenize", "serialize", "write"}) {
+    EXPECT_GT(value(std::string("nanoserve:server_seconds_total{phase=\"") + phase + "\"}"), 0)
+        << phase;
+  }
+  EXPECT_GT(value("nanoserve:iteration_step_seconds_total"), 0);
+  EXPECT_GT(value("nanoserve:engine_thread_cpu_seconds_total"), 0);
 }
 
 TEST(Ch08ApiServer, FullQueueIs429WithRetryAfter) {

@@ -33,6 +33,7 @@ TEST(Ch08OpenAiRequest, ReadsEveryFieldClientsSend) {
                      {"top_p", 0.9}, {"top_k", 40}, {"min_p", 0.05}, {"seed", 3}, {"n", 2},
                      {"stop", {"\n", "END"}}, {"logprobs", 2}, {"stream", true},
                      {"stream_options", {{"include_usage", true}}}, {"user", "ignored"},
+                     {"ignore_eos", true},
                      {"some_future_field", {1, 2}}};
   const CompletionRequest r = parse_completion_request(body, false);
   EXPECT_EQ(r.model, "m");
@@ -48,6 +49,8 @@ TEST(Ch08OpenAiRequest, ReadsEveryFieldClientsSend) {
   EXPECT_EQ(r.logprobs, 2);
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
+  EXPECT_TRUE(r.ignore_eos);
+  EXPECT_FALSE(parse_completion_request({{"model", "m"}, {"prompt", "p"}}, false).ignore_eos);
 }
 
 TEST(Ch08OpenAiRequest, ChatReadsMessagesPartsAndTopLogprobs) {
@@ -106,6 +109,7 @@ TEST(Ch08OpenAiRequest, WrongTypesAndValuesNameTheField) {
   EXPECT_EQ(refused_param(with("logprobs", 6)), "logprobs");
   EXPECT_EQ(refused_param(with("logprobs", true)), "logprobs");  // chat's form
   EXPECT_EQ(refused_param(with("stream", "yes")), "stream");
+  EXPECT_EQ(refused_param(with("ignore_eos", 1)), "ignore_eos");
   EXPECT_EQ(refused_param(with("stream_options", {{"include_usage", true}})), "stream_options");
   EXPECT_EQ(refused_param(with("frequency_penalty", 0.5)), "frequency_penalty");
   EXPECT_EQ(refused_param(with("logit_bias", {{"5", 10}})), "logit_bias");

@@ -63,7 +63,11 @@ TEST(Ch08ServerMetrics, PrometheusTextWithVllmStyleNamesAndHistograms) {
   r.finish_reason = engine::FinishReason::kStop;
   m.observe_finished(r);
   m.count_error(429);
+  m.add_time(ServerPhase::kSerialize, 0.25);
+  m.add_time(ServerPhase::kSerialize, 0.5);
+  m.count_events(7);
   engine::EngineSnapshot s;
+  s.step_seconds_total = 2.5;
   s.num_running = 3;
   s.num_kv_blocks = 10;
   s.kv.blocks_in_use = 4;
@@ -76,7 +80,12 @@ TEST(Ch08ServerMetrics, PrometheusTextWithVllmStyleNamesAndHistograms) {
                            "nanoserve:time_to_first_token_seconds_count 1\n",
                            "nanoserve:inter_token_latency_seconds_count 2\n",
                            "nanoserve:request_success_total{finished_reason=\"stop\"} 1\n",
-                           "nanoserve:request_errors_total{code=\"429\"} 1\n"}) {
+                           "nanoserve:request_errors_total{code=\"429\"} 1\n",
+                           "nanoserve:iteration_step_seconds_total 2.5\n",
+                           "nanoserve:server_seconds_total{phase=\"serialize\"} 0.75\n",
+                           "nanoserve:server_seconds_total{phase=\"write\"} 0\n",
+                           "nanoserve:server_stream_events_total 7\n",
+                           "# TYPE process_cpu_seconds_total counter\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   }
 }

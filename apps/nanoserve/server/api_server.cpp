@@ -1,6 +1,7 @@
 #include "apps/nanoserve/server/api_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <ctime>
@@ -51,7 +52,13 @@ void ApiServer::add_routes() {
                     "application/json");
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.prometheus(engine_.snapshot()), "text/plain; version=0.0.4");
+    // An info metric first (Prometheus' idiom): the model and the device the numbers are from.
+    const json label_values = {options_.model_name, options_.device};
+    const std::string info =
+        "# HELP nanoserve:server_info The served model and the engine's device.\n"
+        "# TYPE nanoserve:server_info gauge\nnanoserve:server_info{model=" +
+        label_values[0].dump() + ",device=" + label_values[1].dump() + "} 1\n";
+    res.set_content(info + metrics_.prometheus(engine_.snapshot()), "text/plain; version=0.0.4");
   });
   add_live_view_routes();
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
@@ -89,11 +96,26 @@ void ApiServer::add_routes() {
 }
 
 int ApiServer::bind(const std::string& host, int port) {
+  // cpp-httplib listens with a backlog of 5 connections (CPPHTTPLIB_LISTEN_BACKLOG, built into
+  // Debian's library). 64 clients whose streams end in the same step reconnect at once; with
+  // the accept thread a little late, the kernel drops handshakes beyond 5 and the clients see
+  // a reset before any response (bench_serving found it at 64 concurrent streams). Listening
+  // again on the socket widens its backlog (Linux takes the new value).
+  int listen_fd = -1;
+  http_->set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;
+  });
   const bool ok = port == 0 ? (port = http_->bind_to_any_port(host)) > 0
                             : http_->bind_to_port(host, port);
+  http_->set_socket_options(httplib::default_socket_options);
   if (!ok) {
     throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) +
                              " (in use, or not an address of this machine)");
+  }
+  if (listen_fd < 0 || ::listen(listen_fd, kListenBacklog) != 0) {
+    throw std::runtime_error("cannot widen the listen backlog of " + host + ":" +
+                             std::to_string(port) + " to " + std::to_string(kListenBacklog));
   }
   return port;
 }

@@ -42,6 +42,7 @@ namespace nanoserve::server {
 /// \brief The bounds and names of a server; each is a flag of `nanoserve serve`.
 struct ServerOptions {
   std::string model_name = "model";  ///< the id /v1/models lists and requests must name
+  std::string device;                ///< where the engine runs, in words (/metrics' server_info)
   size_t max_body_bytes = 1 << 20;   ///< larger bodies get 413
   int max_connections = 64;          ///< HTTP worker threads: connections served at once
   int max_tokens_ceiling = 4096;     ///< most `max_tokens` one request may ask for
@@ -67,6 +68,8 @@ nlohmann::json snapshot_json(const engine::EngineSnapshot& snapshot);
 /// \brief The HTTP server (see the file comment).
 class ApiServer {
  public:
+  /// \brief Connections the kernel queues for the accept thread (cpp-httplib's own is 5).
+  static constexpr int kListenBacklog = 1024;
   /// \brief Routes over `engine` (which must outlive it); registers the metrics hook.
   ApiServer(ServerOptions options, engine::AsyncEngine& engine, ModelText text);
   ~ApiServer();

@@ -21,6 +21,12 @@ namespace {
 using engine::FinishReason;
 using engine::RequestStream;
 using engine::StreamDelta;
+using Clock = std::chrono::steady_clock;
+
+// Seconds since `t` (the server's timer split, ServerPhase).
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 const char* finish_reason_name(FinishReason r) {
   return r == FinishReason::kStop ? "stop" : "length";
@@ -58,15 +64,18 @@ struct Choice {
 
 // Everything one request's handler keeps between writes.
 struct Job {
-  Job(engine::AsyncEngine& e, ResponseBuilder b) : engine(e), builder(std::move(b)) {}
+  Job(engine::AsyncEngine& e, ResponseBuilder b, ServerMetrics& m)
+      : engine(e), builder(std::move(b)), metrics(m) {}
   engine::AsyncEngine& engine;
   ResponseBuilder builder;
+  ServerMetrics& metrics;  // the timer split: detokenize and serialize here, write by the caller
   std::vector<Choice> choices;
   const Tokenizer* tok = nullptr;
   int logprobs = -1;
   bool include_usage = false;
   Usage usage;
   bool done = false;
+  uint64_t num_events = 0;  // SSE events made
 
   void cancel_unfinished() {
     for (Choice& c : choices) {
@@ -115,12 +124,16 @@ struct Job {
         continue;
       }
       waited = true;
+      Clock::time_point t = Clock::now();
       const std::string text = absorb(c, d);
+      metrics.add_time(ServerPhase::kDetokenize, since(t));
+      t = Clock::now();
       if (c.finished && failed(c.end)) {
         // Never a silent truncation: the client's SDK raises this error.
         events += sse_event(failure_error(c.end).to_json());
         cancel_unfinished();
         done = true;
+        num_events += 2;
         return events + sse_done();
       }
       const char* finish = c.finished ? finish_reason_name(c.end.finish_reason) : nullptr;
@@ -128,13 +141,18 @@ struct Job {
       events += sse_event(builder.chunk(static_cast<int>(i), text,
                                         logprobs >= 0 ? &c.pending : nullptr, c.offset, finish,
                                         !c.role_sent));
+      metrics.add_time(ServerPhase::kSerialize, since(t));
+      ++num_events;
       c.role_sent = true;
       c.offset += text.size();
       c.pending.clear();
     }
     if (std::all_of(choices.begin(), choices.end(), [](const Choice& c) { return c.finished; })) {
+      const Clock::time_point t = Clock::now();
       if (include_usage) events += sse_event(builder.usage_chunk(usage));
       events += sse_done();
+      metrics.add_time(ServerPhase::kSerialize, since(t));
+      num_events += include_usage ? 2 : 1;
       done = true;
     }
     return events;
@@ -218,13 +236,14 @@ engine::Request ApiServer::build_request(const CompletionRequest& c) {
   sampling.min_p = c.min_p;
   sampling.seed = c.seed ? *c.seed : next_seed_.fetch_add(uint64_t(options_.limits.max_n));
   engine::Request r = engine::make_request(0, std::move(ids), max_tokens, sampling);
-  r.stop_token_ids = c.chat ? text_.chat_stop_ids : text_.completion_stop_ids;
+  if (!c.ignore_eos) r.stop_token_ids = c.chat ? text_.chat_stop_ids : text_.completion_stop_ids;
   r.stop_strings = c.stop;
   r.num_logprobs = c.logprobs;
   return r;
 }
 
 void ApiServer::handle_completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+  const Clock::time_point t_start = Clock::now();
   std::vector<std::shared_ptr<RequestStream>> streams;
   engine::Request request;
   CompletionRequest c;
@@ -253,12 +272,14 @@ void ApiServer::handle_completion(const httplib::Request& req, httplib::Response
     }
   } catch (const ApiError& e) {
     send_error(res, e);
+    metrics_.add_time(ServerPhase::kRequest, since(t_start));
     return;
   }
+  metrics_.add_time(ServerPhase::kRequest, since(t_start));
 
   const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(streams[0]->id());
   auto job = std::make_shared<Job>(engine_, ResponseBuilder(chat, id, options_.model_name,
-                                                            std::time(nullptr)));
+                                                            std::time(nullptr)), metrics_);
   job->chat = chat;
   job->tok = text_.tokenizer;
   job->logprobs = c.logprobs;
@@ -281,15 +302,34 @@ void ApiServer::handle_completion(const httplib::Request& req, httplib::Response
         [job](size_t, httplib::DataSink& sink) {
           // Called again and again until done; each call waits up to 50 ms for tokens.
           const std::string events = job->next_events(std::chrono::milliseconds(50));
-          if (!events.empty() && !sink.write(events.data(), events.size())) return false;
-          if (!sink.is_writable()) return false;  // the client went away
+          bool written = true;
+          if (!events.empty()) {
+            const Clock::time_point t = Clock::now();
+            written = sink.write(events.data(), events.size());
+            job->metrics.add_time(ServerPhase::kWrite, since(t));
+            job->metrics.count_events(job->num_events);
+            job->num_events = 0;
+          }
+          // BEGIN EXERCISE ch08.2 "A client that leaves cancels its request" points=10 minutes=20
+          // HINT: A client that closed its connection is only seen by the server when it writes
+          // HINT: to it: the write fails (`written` is false), or the sink says it is no longer
+          // HINT: writable. Returning false ends the response (httplib then runs the release
+          // HINT: hook below).
+          // STUB: (void)written;
+          if (!written || !sink.is_writable()) return false;  // the client went away
+          // END EXERCISE
           if (job->done) sink.done();
           return true;
         },
         [this, job](bool) {
-          // Whatever ended the response: a client that left cancels its requests (their
-          // blocks are freed at the engine's next step).
+          // Whatever ended the response. A client that left must not leave its requests
+          // running: their blocks are freed at the engine's next step.
+          // BEGIN EXERCISE ch08.2 "A client that leaves cancels its request"
+          // HINT: The response ended before every choice finished (`job->done` is false): cancel
+          // HINT: the unfinished choices' engine requests (Job::cancel_unfinished).
+          // STUB: (void)job;
           if (!job->done) job->cancel_unfinished();
+          // END EXERCISE
           leave();
         });
     return;
@@ -301,7 +341,9 @@ void ApiServer::handle_completion(const httplib::Request& req, httplib::Response
     StreamDelta d;
     while (!ch.finished) {
       if (!ch.stream->next(d, std::chrono::milliseconds(100))) continue;
+      const Clock::time_point t = Clock::now();
       job->absorb(ch, d);
+      metrics_.add_time(ServerPhase::kDetokenize, since(t));
       ch.all.insert(ch.all.end(), ch.pending.begin(), ch.pending.end());
       ch.pending.clear();
     }
@@ -319,7 +361,9 @@ void ApiServer::handle_completion(const httplib::Request& req, httplib::Response
     r.finish_reason = finish_reason_name(ch.end.finish_reason);
     results.push_back(std::move(r));
   }
+  const Clock::time_point t = Clock::now();
   res.set_content(dump_json(job->builder.full(results, job->usage)), "application/json");
+  metrics_.add_time(ServerPhase::kSerialize, since(t));
 }
 
 }  // namespace nanoserve::server

@@ -231,6 +231,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat,
     }
     r.include_usage = boolean(*o, "include_usage", false);
   }
+  r.ignore_eos = boolean(body, "ignore_eos", false);
   refuse_unsupported(body);
   return r;
 }

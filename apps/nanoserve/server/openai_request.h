@@ -48,6 +48,10 @@ struct CompletionRequest {
   int logprobs = -1;
   bool stream = false;         ///< server-sent events
   bool include_usage = false;  ///< `stream_options.include_usage`: a last chunk with usage
+  /// \brief vLLM's extension `ignore_eos`: EOS (and the other stop tokens) do not end the
+  /// text, so it runs to `max_tokens` — what benchmarks use for fixed output lengths. Stop
+  /// strings still apply.
+  bool ignore_eos = false;
 };
 
 /// \brief Checks `body` (a parsed JSON object) as a completion (`chat` false) or chat

@@ -1,5 +1,7 @@
 #include "apps/nanoserve/server/server_metrics.h"
 
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <utility>
 
@@ -89,6 +91,27 @@ std::string ServerMetrics::prometheus(const engine::EngineSnapshot& s) const {
   metric(out, "iteration_step_seconds", "gauge", "Wall time of the last engine step.",
          s.step_ms / 1e3);
   metric(out, "iteration_batch_size", "gauge", "Sequences in the last engine step.", s.batch_size);
+  metric(out, "iteration_steps_total", "counter", "Engine steps run.", double(s.step));
+  metric(out, "iteration_step_seconds_total", "counter", "Wall time of all engine steps.",
+         s.step_seconds_total);
+  metric(out, "engine_thread_cpu_seconds_total", "counter", "CPU time of the engine thread.",
+         s.engine_cpu_seconds);
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    const double cpu = double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                       1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+    out += "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+           "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total " + num(cpu) + "\n";
+  }
+  out += "# HELP nanoserve:server_seconds_total Wall time HTTP threads spent working, by phase.\n"
+         "# TYPE nanoserve:server_seconds_total counter\n";
+  const char* phases[] = {"request", "detokenize", "serialize", "write"};
+  for (size_t i = 0; i < phase_ns_.size(); ++i) {
+    out += std::string("nanoserve:server_seconds_total{phase=\"") + phases[i] + "\"} " +
+           num(1e-9 * double(phase_ns_[i].load(std::memory_order_relaxed))) + "\n";
+  }
+  metric(out, "server_stream_events_total", "counter", "SSE events written.",
+         double(events_.load(std::memory_order_relaxed)));
   std::lock_guard<std::mutex> lock(mu_);
   out += "# HELP nanoserve:request_success_total Finished requests by reason.\n"
          "# TYPE nanoserve:request_success_total counter\n";

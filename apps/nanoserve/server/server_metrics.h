@@ -15,7 +15,23 @@
 ///     nanoserve:inter_token_latency_seconds                histogram (every gap)
 ///     nanoserve:e2e_request_latency_seconds                histogram (arrival → finish)
 ///     nanoserve:iteration_step_seconds                     gauge: the last engine step
+///
+/// and what the server itself costs beside the engine (chapter 8's overhead measurement; not
+/// vLLM metrics):
+///
+///     nanoserve:iteration_steps_total                      counter: engine steps run
+///     nanoserve:iteration_step_seconds_total               counter: wall time of all steps
+///     nanoserve:engine_thread_cpu_seconds_total            counter: CPU time of the engine thread
+///     process_cpu_seconds_total                            counter: CPU time of the process
+///     nanoserve:server_seconds_total{phase}                counter: wall time the HTTP threads
+///         spent working (not waiting): request (parse, template, tokenize, submit),
+///         detokenize (tokens to safe text: TextStream, logprob texts), serialize (chunk JSON
+///         and SSE framing), write (handing the bytes to the socket)
+///     nanoserve:server_stream_events_total                 counter: SSE events written
 
+#include <array>
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -45,6 +61,9 @@ class Histogram {
   long long count_ = 0;
 };
 
+/// \brief Where an HTTP thread's working time goes (see the file comment).
+enum class ServerPhase { kRequest, kDetokenize, kSerialize, kWrite };
+
 /// \brief Everything `/metrics` shows that the engine snapshot does not: latency histograms
 /// of finished requests and counters of outcomes. Thread-safe.
 class ServerMetrics {
@@ -54,10 +73,19 @@ class ServerMetrics {
   void observe_finished(const engine::Request& r);
   /// \brief A refused HTTP request (4xx/5xx answered by the server).
   void count_error(int status);
+  /// \brief Adds `seconds` of an HTTP thread's work to `phase` (lock-free: called per chunk).
+  void add_time(ServerPhase phase, double seconds) {
+    phase_ns_[static_cast<size_t>(phase)].fetch_add(static_cast<uint64_t>(seconds * 1e9),
+                                                    std::memory_order_relaxed);
+  }
+  /// \brief Counts `n` SSE events written.
+  void count_events(uint64_t n) { events_.fetch_add(n, std::memory_order_relaxed); }
   /// \brief The whole exposition: these metrics and the gauges of `snapshot`.
   std::string prometheus(const engine::EngineSnapshot& snapshot) const;
 
  private:
+  std::array<std::atomic<uint64_t>, 4> phase_ns_{};  // by ServerPhase
+  std::atomic<uint64_t> events_{0};
   mutable std::mutex mu_;
   Histogram ttft_, tpot_, itl_, e2e_;
   std::map<std::string, long long> finished_;  // by finished_reason

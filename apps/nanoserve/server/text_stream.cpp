@@ -53,7 +53,11 @@ std::string TextStream::push(int token) {
 
 size_t TextStream::safe_end() const {
   if (stop_at_ != std::string::npos) return utf8_complete_prefix(text_.substr(0, stop_at_));
-  // Hold back the longest tail that is a proper prefix of some stop string.
+  // BEGIN EXERCISE ch08.1 "Hold back text that could be the start of a stop string" points=15 minutes=25
+  // HINT: `hold` is how many bytes at the end of text_ must wait: the longest tail of text_
+  // HINT: that is a proper prefix of some stop string (for "\nB", a text ending in "\n" holds
+  // HINT: back 1). The next token shows whether it was one; finish() sends it otherwise.
+  // STUB: size_t hold = 0;
   size_t hold = 0;
   for (const std::string& s : stop_) {
     for (size_t k = std::min(s.size() - 1, text_.size()); k > hold; --k) {
@@ -63,6 +67,7 @@ size_t TextStream::safe_end() const {
       }
     }
   }
+  // END EXERCISE
   return utf8_complete_prefix(text_.substr(0, text_.size() - hold));
 }
 

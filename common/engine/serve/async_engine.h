@@ -129,6 +129,10 @@ struct EngineRequestView {
 struct EngineSnapshot {
   long long step = 0;            ///< steps run
   double step_ms = 0;            ///< wall time of the last step (schedule + execute + update)
+  double step_seconds_total = 0;  ///< wall time of all steps so far (the engine's own work)
+  /// \brief CPU time of the engine thread so far: its steps, and the publishing and
+  /// bookkeeping around them (what a server adds runs on other threads).
+  double engine_cpu_seconds = 0;
   int batch_size = 0;            ///< sequences in the last step
   int num_batched_tokens = 0;    ///< rows of the last step
   int num_running = 0;           ///< requests holding KV blocks
