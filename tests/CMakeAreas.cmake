@@ -23,11 +23,13 @@ else()
     # define or instantiate kernels themselves (`__global__`, `<<<`, shared memory, in the file
     # or in a kernels/*.cuh or tests/kernels/*.h it includes) are compiled twice, plain and
     # instrumented; the others only call the launchers (whose kernels are instrumented in
-    # nanoserve_kernels_racecheck) and are compiled once, into objects both binaries link.
+    # nanoserve_kernels_racecheck) and are compiled once, into objects both binaries link. A
+    # file that asks whether it is the instrumented build (`__SANITIZE_THREAD__`, e.g.
+    # test_sample.cpp's smaller grids) is compiled twice too: compiled once, it would not know.
     set(ns_kernel_test_sources "")
     set(ns_kernel_host_tests "")
     foreach(test_source IN LISTS NANOSERVE_KERNEL_TESTS)
-      nanoserve_source_matches("${test_source}" "__global__|<<<|__shared__|NS_DYNAMIC_SHARED"
+      nanoserve_source_matches("${test_source}" "__global__|<<<|__shared__|NS_DYNAMIC_SHARED|__SANITIZE_THREAD__"
                                has_device_code)
       if(has_device_code)
         list(APPEND ns_kernel_test_sources "${test_source}")
