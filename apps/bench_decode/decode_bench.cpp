@@ -33,13 +33,14 @@ double copy_bandwidth_gbs(std::size_t bytes) {
   return best_ms > 0 ? 2.0 * double(bytes) / (best_ms * 1e-3) / 1e9 : 0.0;
 }
 
-DecodeResult measure_decode(const engine::DeviceModel& model, int batch, int context, int steps,
-                            int warmup, int block_size, double copy_gbs, bool cuda_graphs) {
+DecodeResult measure_decode(const engine::DeviceModel& model, DType kv_dtype, int batch,
+                            int context, int steps, int warmup, int block_size, double copy_gbs,
+                            bool cuda_graphs) {
   const ModelConfig& c = model.config();
   const int final_len = context + warmup + steps;
   const int blocks_per_seq = (final_len + block_size - 1) / block_size;
   engine::KVCacheManager manager(batch * blocks_per_seq, block_size, /*enable_prefix_caching=*/false);
-  engine::PagedKVCache cache(c, model.dtype(), manager.pool().num_blocks(), block_size,
+  engine::PagedKVCache cache(c, kv_dtype, manager.pool().num_blocks(), block_size,
                             std::min(c.max_seq_len, final_len));
   engine::RunnerOptions options{batch, batch};
   options.cuda_graphs = cuda_graphs;  // one bucket of exactly `batch` rows: no padding
@@ -89,7 +90,7 @@ DecodeResult measure_decode(const engine::DeviceModel& model, int batch, int con
   r.seconds = seconds;
   r.tokens_per_s = double(batch) * steps / seconds;
   r.ms_per_step = 1e3 * seconds / steps;
-  const double kv_per_token = double(c.kv_bytes_per_token(dtype_bytes(model.dtype())));
+  const double kv_per_token = double(c.kv_bytes_per_token(dtype_bytes(kv_dtype)));
   const double mean_len = context + warmup + 0.5 * steps;
   r.bytes_per_step = double(model.weight_bytes()) + batch * mean_len * kv_per_token;
   r.roofline_tokens_per_s = copy_gbs > 0 ? batch * copy_gbs * 1e9 / r.bytes_per_step : 0;

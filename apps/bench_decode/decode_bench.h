@@ -37,9 +37,10 @@ double copy_bandwidth_gbs(std::size_t bytes);
 
 /// \brief Times `steps` decode steps (after `warmup` untimed ones, which capture the graph) of
 /// `batch` sequences that each already hold `context` positions (their K/V are zeros: values
-/// do not change the time), with KV blocks of `block_size` tokens in the model's storage type;
+/// do not change the time), with KV blocks of `block_size` tokens stored as `kv_dtype`;
 /// with `cuda_graphs` every step replays one graph of `batch` rows.
-DecodeResult measure_decode(const engine::DeviceModel& model, int batch, int context, int steps,
-                            int warmup, int block_size, double copy_gbs, bool cuda_graphs);
+DecodeResult measure_decode(const engine::DeviceModel& model, DType kv_dtype, int batch,
+                            int context, int steps, int warmup, int block_size, double copy_gbs,
+                            bool cuda_graphs);
 
 }  // namespace nanoserve::bench

@@ -32,7 +32,8 @@ namespace {
 
 struct Args {
   std::string model = "synthetic:llama2-7b";
-  std::string dtype = "fp16";
+  std::string dtype = engine::default_dtype();  // bf16 on a GPU build, fp32 in the simulator
+  std::string kv_dtype;                         // empty: --dtype
   std::vector<int> batches = {1, 8, 32, 128};
   int context = 512;
   int steps = 32;
@@ -64,6 +65,7 @@ int run(Args args) {
     args.warmup = 1;
   }
   const DType dtype = parse_dtype(args.dtype);
+  const DType kv_dtype = args.kv_dtype.empty() ? dtype : parse_dtype(args.kv_dtype);
   const std::string device = engine::device_name();
   std::printf("bench_decode  device: %s  git: %s\n", device.c_str(), git_sha().c_str());
   if (!NANOSERVE_REAL_CUDA) {
@@ -86,28 +88,31 @@ int run(Args args) {
                            double((args.context + args.warmup + args.steps + args.block_size - 1) /
                                   args.block_size) * args.block_size;
   engine::check_device_memory(
-      double(c.param_count()) * dtype_bytes(dtype) + positions * double(c.kv_bytes_per_token(dtype_bytes(dtype))) +
+      double(c.param_count()) * dtype_bytes(dtype) +
+          positions * double(c.kv_bytes_per_token(dtype_bytes(kv_dtype))) +
           2.0 * double(copy_bytes),
       "--model " + args.model + " in " + dtype_name(dtype) + " (weights), --batch " +
           std::to_string(max_batch) + " x --context " + std::to_string(args.context) +
           " (KV) and the copy buffers");
   const auto model = load(c, bundle, dtype);
   const double gbs = copy_bandwidth_gbs(copy_bytes);
-  std::printf("model %s (%s), weights %.1f MiB; copy bandwidth %.1f GB/s\n\n", c.name.c_str(),
-              dtype_name(dtype), double(model->weight_bytes()) / (1 << 20), gbs);
+  std::printf("model %s (%s, KV %s), weights %.1f MiB; copy bandwidth %.1f GB/s\n\n",
+              c.name.c_str(), dtype_name(dtype), dtype_name(kv_dtype),
+              double(model->weight_bytes()) / (1 << 20), gbs);
   std::printf("%6s %8s %6s %7s %12s %12s %14s %10s %9s\n", "batch", "context", "steps",
               "graphs", "ms/step", "tokens/s", "roofline tok/s", "%roofline", "vs eager");
 
   nlohmann::json report = make_report("bench_decode", NANOSERVE_REAL_CUDA ? "cuda" : "sim", device);
   report["model"] = c.name;
   report["dtype"] = dtype_name(dtype);
+  report["kv_dtype"] = dtype_name(kv_dtype);
   report["weight_bytes"] = model->weight_bytes();
   report["copy_gbs"] = gbs;
   for (int batch : args.batches) {
     double eager_tokens_per_s = 0;
     for (bool graphs : {false, true}) {  // the same steps launched kernel by kernel, then replayed
-      const DecodeResult r = measure_decode(*model, batch, args.context, args.steps, args.warmup,
-                                            args.block_size, gbs, graphs);
+      const DecodeResult r = measure_decode(*model, kv_dtype, batch, args.context, args.steps,
+                                            args.warmup, args.block_size, gbs, graphs);
       const double pct =
           r.roofline_tokens_per_s > 0 ? 100.0 * r.tokens_per_s / r.roofline_tokens_per_s : 0;
       if (!graphs) eager_tokens_per_s = r.tokens_per_s;
@@ -140,8 +145,10 @@ int main(int argc, char** argv) {
   CLI::App app{"bench_decode: end-to-end decode tokens/s vs the weight-streaming roofline"};
   CLI::Option* model = app.add_option("--model", args.model, "synthetic:<shape> or a model file")
                            ->capture_default_str();
-  app.add_option("--dtype", args.dtype, "weight and KV storage type")
+  app.add_option("--dtype", args.dtype, "storage type of weights and activations")
       ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--kv-dtype", args.kv_dtype, "storage type of the KV cache (default: --dtype)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   CLI::Option* batch = app.add_option("--batch", args.batches, "batch sizes")->delimiter(',')
                            ->capture_default_str()->check(CLI::Range(1, 4096));
   CLI::Option* context = app.add_option("--context", args.context, "positions each sequence holds")

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "apps/bench_serving/backend.h"
+#include "common/engine/model/device_info.h"
 #include "common/engine/model/device_model.h"
 #include "common/engine/serve/async_engine.h"
 #include "common/model_bundle.h"
@@ -19,7 +20,7 @@ namespace nanoserve::bench {
 /// \brief The engine's configuration, as `nanoserve serve`'s flags of the same names.
 struct EngineBackendOptions {
   std::string model;         ///< --model
-  std::string dtype = "fp32";  ///< --dtype
+  std::string dtype = engine::default_dtype();  ///< --dtype (bf16 on a GPU build, fp32 in the simulator)
   int max_num_seqs = 64;     ///< --max-num-seqs
   int max_num_batched_tokens = 512;  ///< --max-num-batched-tokens
   int block_size = 16;       ///< --block-size

@@ -36,7 +36,7 @@ struct ChatArgs {
   int steps = 256;
   SamplingParams sampling{0.7f, 0, 0.9f, 0.0f, 42};
   std::string device = "cpu";
-  std::string dtype = "fp32";
+  std::string dtype;     // empty: fp32 on the CPU oracle, engine::default_dtype() on the device
   std::string kv_dtype;  // empty: --dtype
 };
 
@@ -62,7 +62,7 @@ int run_chat(const ChatArgs& a) {
   std::unique_ptr<engine::DeviceModel> device_model;
   std::unique_ptr<Decoder> backend;
   if (a.device == "gpu") {
-    const DType dtype = parse_dtype(a.dtype);
+    const DType dtype = device_dtype_or_default(a.dtype);
     device_model = src.to_device(dtype);
     backend = std::make_unique<engine::NaiveDecoder>(*device_model, engine::CacheMode::kNaiveCache,
                                                       context, dtype, kv_dtype_or(a.kv_dtype, dtype));
@@ -144,8 +144,9 @@ Action add_chat(CLI::App& parent) {
   c->add_option("--device", args->device, "cpu = the Eigen oracle; gpu = the kernels")
       ->capture_default_str()->check(CLI::IsMember({"cpu", "gpu"}));
   c->add_option("--dtype", args->dtype,
-                 "storage type of weights and activations (--device gpu)")
-      ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+                 "storage type of weights and activations (--device gpu; default: bf16 on a GPU "
+                 "build, fp32 in the simulator and on the CPU oracle)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   c->add_option("--kv-dtype", args->kv_dtype,
                  "storage type of the KV cache (--device gpu; default: --dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));

@@ -26,7 +26,7 @@ struct EvalArgs {
   std::string text = "tinystories_valid_sample.txt";
   eval::EvalOptions options;
   std::string device = "cpu";
-  std::string dtype = "fp32";
+  std::string dtype;     // empty: fp32 on the CPU oracle, engine::default_dtype() on the device
   std::string kv_dtype;  // empty: --dtype
   std::string json;
 };
@@ -57,7 +57,7 @@ int run_eval(EvalArgs& a) {
   eval::LogitsFn logits;
   std::string device = "CPU oracle (Eigen, fp32)";
   if (a.device == "gpu") {
-    const DType dtype = parse_dtype(a.dtype);
+    const DType dtype = device_dtype_or_default(a.dtype);
     device_model = src.to_device(dtype);
     const int rows = std::min(a.options.window, 128);  // longer windows run in chunks
     runner = std::make_unique<engine::ModelRunner>(*device_model,
@@ -116,8 +116,9 @@ Action add_eval(CLI::App& parent) {
                  "sim build)")
       ->capture_default_str()->check(CLI::IsMember({"cpu", "gpu"}));
   c->add_option("--dtype", args->dtype,
-                 "storage type of weights and activations (--device gpu)")
-      ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+                 "storage type of weights and activations (--device gpu; default: bf16 on a GPU "
+                 "build, fp32 in the simulator and on the CPU oracle)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   c->add_option("--kv-dtype", args->kv_dtype,
                  "storage type of the KV cache (--device gpu; default: --dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));

@@ -28,7 +28,7 @@ struct GenerateArgs {
   int steps = 256;
   SamplingParams sampling{1.0f, 0, 0.9f, 0.0f, 42};
   std::string device = "cpu";
-  std::string dtype = "fp32";
+  std::string dtype;     // empty: fp32 on the CPU oracle, engine::default_dtype() on the device
   std::string kv_dtype;  // empty: --dtype
   bool no_cuda_graphs = false;  // --device gpu: decode steps launched kernel by kernel
   std::string json;
@@ -55,7 +55,7 @@ int run_generate(const GenerateArgs& a) {
   std::unique_ptr<Decoder> backend;
   const engine::NaiveDecoder* kernels = nullptr;  // --device gpu: its step counters
   if (a.device == "gpu") {
-    const DType dtype = parse_dtype(a.dtype);
+    const DType dtype = device_dtype_or_default(a.dtype);
     device_model = src.to_device(dtype);
     // Each decode step (one token) replays one captured CUDA graph unless --no-cuda-graphs.
     auto decoder = std::make_unique<engine::NaiveDecoder>(
@@ -142,8 +142,9 @@ Action add_generate(CLI::App& parent) {
                  "simulator in the sim build)")
       ->capture_default_str()->check(CLI::IsMember({"cpu", "gpu"}));
   c->add_option("--dtype", args->dtype,
-                 "storage type of weights and activations (--device gpu)")
-      ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+                 "storage type of weights and activations (--device gpu; default: bf16 on a GPU "
+                 "build, fp32 in the simulator and on the CPU oracle)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   c->add_option("--kv-dtype", args->kv_dtype,
                  "storage type of the KV cache (--device gpu; default: --dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));

@@ -39,7 +39,7 @@ struct ServeArgs {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string port_file;
-  std::string dtype = "fp32";
+  std::string dtype;  // empty: engine::default_dtype() (bf16 on a GPU build, fp32 in the simulator)
   std::string kv_dtype;
   engine::SchedulerConfig sched{};
   int max_model_len = 0;  // 0: the model's context
@@ -102,7 +102,7 @@ int run_serve(ServeArgs a) {
   sc.enable_prefix_caching = !a.no_prefix_caching;
   sc.validate();
 
-  const DType dtype = parse_dtype(a.dtype);
+  const DType dtype = device_dtype_or_default(a.dtype);
   const std::unique_ptr<engine::DeviceModel> device = src.to_device(dtype);
   engine::ModelExecutorOptions eo = engine::executor_options_for(sc);
   eo.activation_dtype = dtype;
@@ -168,8 +168,10 @@ Action add_serve(CLI::App& parent) {
   c->add_option("--port,-p", a.port, "TCP port; 0 = any free port")->capture_default_str()
       ->check(CLI::Range(0, 65535));
   c->add_option("--port-file", a.port_file, "write the port listened on to this file");
-  c->add_option("--dtype", a.dtype, "storage type of weights and activations")
-      ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  c->add_option("--dtype", a.dtype,
+                 "storage type of weights and activations (default: bf16 on a GPU build, fp32 "
+                 "in the simulator)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   c->add_option("--kv-dtype", a.kv_dtype, "storage type of the KV cache (default: --dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   c->add_option("--max-num-seqs", a.sched.max_num_seqs, "most requests running at once")

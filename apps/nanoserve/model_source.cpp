@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "common/engine/model/device_info.h"
 #include "common/engine/model/quantized_bundle.h"
 #include "common/error.h"
 #include "common/engine/model/quantized_device_model.h"
@@ -13,6 +14,10 @@ namespace nanoserve::cli {
 
 DType kv_dtype_or(const std::string& kv_dtype, DType activation) {
   return kv_dtype.empty() ? activation : parse_dtype(kv_dtype);
+}
+
+DType device_dtype_or_default(const std::string& dtype) {
+  return parse_dtype(dtype.empty() ? engine::default_dtype() : dtype);
 }
 
 void check_cpu_dtypes(const std::string& dtype, const std::string& kv_dtype) {

@@ -47,6 +47,10 @@ ModelSource load_model_source(const std::string& model_spec, const std::string& 
 /// (`--kv-dtype` defaults to the activation type).
 DType kv_dtype_or(const std::string& kv_dtype, DType activation);
 
+/// \brief The device path's storage type: `dtype` parsed, or `engine::default_dtype()` (bf16 on
+/// a GPU build, fp32 in the simulator) when it is empty (`--dtype` not given).
+DType device_dtype_or_default(const std::string& dtype);
+
 /// \brief Throws `InvalidArgument` when `--dtype` or `--kv-dtype` asks the CPU oracle (fp32
 /// only) for anything but fp32.
 void check_cpu_dtypes(const std::string& dtype, const std::string& kv_dtype);

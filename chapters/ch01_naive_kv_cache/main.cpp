@@ -46,7 +46,7 @@ struct Args {
   std::string prompt = "Once upon a time";
   int steps = 48;
   std::string mode = "both";
-  std::string dtype = "fp32";
+  std::string dtype = nanoserve::engine::default_dtype();  // bf16 on a GPU build, fp32 in the simulator
   std::string kv_dtype;  // empty: --dtype
   int max_seq_len = 0;
   float temperature = 0.0f;
@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps,-n", a.steps, "tokens to generate")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   app.add_option("--mode", a.mode, "which decoding to run")->capture_default_str()
       ->check(CLI::IsMember({"no-cache", "naive-cache", "both"}));
-  app.add_option("--dtype", a.dtype, "storage type of weights and activations")->capture_default_str()
+  app.add_option("--dtype", a.dtype, "storage type of weights and activations (--tour: fp32 unless given)")->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--kv-dtype", a.kv_dtype, "storage type of the KV cache (default: --dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
@@ -289,6 +289,7 @@ int main(int argc, char** argv) {
       if (!a.json.empty()) nanoserve::write_json(a.json, report);
       return 0;
     }
+    if (a.tour && app.count("--dtype") == 0) a.dtype = "fp32";  // tours: the exact mode
     if (a.tour) {  // a longer prompt, so recomputing it every step visibly costs more
       a.steps = std::min(a.steps, 16);
       a.check = true;

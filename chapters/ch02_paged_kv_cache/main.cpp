@@ -45,7 +45,7 @@ constexpr const char* kSamplingPrompt =
 struct Args {
   std::string model = default_model_spec();
   std::string tokenizer;
-  std::string dtype = "fp32";
+  std::string dtype = nanoserve::engine::default_dtype();  // bf16 on a GPU build, fp32 in the simulator
   std::string kv_dtype;  // empty: --dtype
   int block_size = 16;
   std::string json;
@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
   app.fallthrough();  // the shared flags may also follow the subcommand
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
   app.add_option("--tokenizer,-z", a.tokenizer, "tokenizer file (default: found from the model)");
-  app.add_option("--dtype", a.dtype, "storage type of weights and activations")->capture_default_str()
+  app.add_option("--dtype", a.dtype, "storage type of weights and activations (--tour: fp32 unless given)")->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--kv-dtype", a.kv_dtype, "storage type of the KV cache (default: --dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
@@ -282,6 +282,7 @@ int main(int argc, char** argv) {
   return nanoserve::cli::run_program("ch02_paged_kv_cache", app, argc, argv, [&] {
     nanoserve::ch02::Scenarios s{util->parsed(), multi->parsed(), samp->parsed()};
     if (!s.utilization && !s.multiturn && !s.sampling) s = {true, true, true};
+    if (a.tour && app.count("--dtype") == 0) a.dtype = "fp32";  // tours: the exact mode
     if (a.tour) {  // small enough for the tour: two sessions, short replies and samples
       if (multi->count("--turns") == 0) a.max_turns = 6;
       if (multi->count("--sessions") == 0) a.max_sessions = 2;

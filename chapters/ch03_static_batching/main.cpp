@@ -46,7 +46,7 @@ struct Args {
   int num_blocks = 1024;
   int block_size = 16;
   int max_tokens_per_step = 512;
-  std::string dtype = "fp32";  // weights and activations
+  std::string dtype = nanoserve::engine::default_dtype();  // bf16 on a GPU build, fp32 in the simulator
   std::string kv_dtype;        // empty: --dtype
   bool skip_wasted_rows = false;
   std::string clock = "wall";
@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
   a.workload.output_len = "lognormal:16:1:4:96";
   CLI::App app{"Chapter 3: static batching (see chapters/ch03_static_batching/README.md)"};
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
-  app.add_option("--dtype", a.dtype, "storage type of weights and activations")->capture_default_str()
+  app.add_option("--dtype", a.dtype, "storage type of weights and activations (--tour: fp32 unless given)")->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--kv-dtype", a.kv_dtype, "storage type of the KV cache (default: --dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
@@ -238,6 +238,7 @@ int main(int argc, char** argv) {
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: 8 requests, batch sizes 1 and 4");
   return cli::run_program("ch03_static_batching", app, argc, argv, [&] {
+    if (a.tour && app.count("--dtype") == 0) a.dtype = "fp32";  // tours: the exact mode
     if (a.tour) {
       a.workload.num_requests = std::min(a.workload.num_requests, 8);
       if (app.count("--output-len") == 0) a.workload.output_len = "lognormal:8:1:2:24";

@@ -43,7 +43,7 @@ struct Args {
   bool no_chunked_prefill = false;
   bool budget_given = false;  // --max-num-batched-tokens was on the command line
   bool no_prefix_caching = false;
-  std::string dtype = "fp32";  // weights and activations
+  std::string dtype = nanoserve::engine::default_dtype();  // bf16 on a GPU build, fp32 in the simulator
   std::string kv_dtype;        // empty: --dtype
   int compare_static = 0;
   std::string clock = "wall";
@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Chapter 4: continuous batching (see chapters/ch04_continuous_batching/README.md)"};
   app.fallthrough();  // workload and scheduler flags also apply after a sweep's name
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
-  app.add_option("--dtype", a.dtype, "storage type of weights and activations")->capture_default_str()
+  app.add_option("--dtype", a.dtype, "storage type of weights and activations (--tour: fp32 unless given)")->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--kv-dtype", a.kv_dtype, "storage type of the KV cache (default: --dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
@@ -328,6 +328,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   return cli::run_program("ch04_continuous_batching", app, argc, argv, [&] {
     a.budget_given = app.count("--max-num-batched-tokens") > 0;
+    if (a.tour && app.count("--dtype") == 0) a.dtype = "fp32";  // tours: the exact mode
     if (a.tour) {
       a.workload.num_requests = std::min(a.workload.num_requests, 8);
       if (app.count("--output-len") == 0) a.workload.output_len = "lognormal:8:1:2:24";

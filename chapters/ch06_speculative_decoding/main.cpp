@@ -44,7 +44,7 @@ struct Args {
   int repeats = 1;
   bool warnings = true;
   bool oracle = false;
-  std::string dtype = "fp32";  // target and drafts: weights and activations
+  std::string dtype = nanoserve::engine::default_dtype();  // bf16 on a GPU build, fp32 in the simulator
   std::string kv_dtype;        // empty: --dtype
   bool tour = false;
   std::string cost_device;        // --cost-device: c and verify from the roofline model too
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 100));
   app.add_flag("!--no-warnings", a.warnings, "skip the high-temperature and short-reply rows");
   app.add_flag("--oracle", a.oracle, "also run every row through the CPU oracle");
-  app.add_option("--dtype", a.dtype, "storage type of weights and activations (target and drafts)")
+  app.add_option("--dtype", a.dtype, "storage type of weights and activations, target and drafts (--tour: fp32 unless given)")
       ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--kv-dtype", a.kv_dtype, "storage type of the KV caches (default: --dtype)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
@@ -254,6 +254,7 @@ int main(int argc, char** argv) {
   app.add_option("--json", a.json, "also write every row as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: three drafts, gamma 1 and 4, 12 tokens");
   return nanoserve::cli::run_program("ch06_speculative_decoding", app, argc, argv, [&] {
+    if (a.tour && app.count("--dtype") == 0) a.dtype = "fp32";  // tours: the exact mode
     if (a.tour) {
       if (app.count("--gammas") == 0) a.gammas = {1, 4};
       if (app.count("--tokens") == 0) a.tokens = 12;

@@ -117,7 +117,7 @@ bad_input_test(fifo_trace ch03 ${BI_FAIL} "is a FIFO \\(named pipe\\), not a reg
 # ── 6. Memory follows the work, numbers have ranges, conflicting flags are errors ───────────
 if(BI_MEMORY_LIMITS)  # 16 GB of address space: the simulated device's memory
   bad_input_test(bench_decode_defaults_memory cli ${BI_FAIL}
-                 "--model synthetic:llama2-7b in fp16 .* needs .* of device memory, but only .* is free"
+                 "--model synthetic:llama2-7b in (fp32|bf16) \\(weights\\).* needs .* of device memory, but only .* is free"
                  ${BI_RUN} --ulimit-kb 16000000 -- ${BI_BD})
 endif()
 bad_input_test(bench_decode_block_size_0 cli ${BI_FAIL} "--block-size: Value 0 not in range 1 to 4096"

@@ -8,6 +8,8 @@ namespace nanoserve::engine {
 
 const char* kernel_backend() { return NANOSERVE_REAL_CUDA ? "cuda" : "sim"; }
 
+const char* default_dtype() { return NANOSERVE_REAL_CUDA ? "bf16" : "fp32"; }
+
 bool device_available() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

@@ -12,6 +12,13 @@ namespace nanoserve::engine {
 /// \brief "cuda" when the kernels were compiled by nvcc for a GPU, "sim" for the simulator.
 const char* kernel_backend();
 
+/// \brief The storage type of weights and activations that `--dtype` defaults to on the
+/// device path: "bf16" in the cuda build (half the bytes of fp32 to stream each step, and the
+/// tensor cores' type; docs/design.md, "Precision"), "fp32" in the sim build (the exact mode:
+/// tokens equal the reference implementations', and the tutorials' expected outputs are the
+/// simulator's). Tours and reference-story checks pass `--dtype fp32` or keep it by `--tour`.
+const char* default_dtype();
+
 /// \brief True when a CUDA device can run kernels (always in the simulator; on a cuda build,
 /// false on a machine without a GPU or driver).
 bool device_available();
