@@ -35,6 +35,16 @@ const Request& Scheduler::request(int64_t id) const {
   return *it->second;
 }
 
+const Request* Scheduler::find(int64_t id) const {
+  if (auto it = live_.find(id); it != live_.end()) return it->second.get();
+  for (const auto& [parent, group] : groups_) {
+    for (const Request& r : group.done) {
+      if (r.id() == id) return &r;
+    }
+  }
+  return nullptr;
+}
+
 std::string Scheduler::check_invariants() const {
   if (std::string kv = kv_.check_invariants(); !kv.empty()) return kv;
   const std::string name = "scheduler: ";
