@@ -5,7 +5,6 @@
 #include <string>
 
 #include "common/engine/serve/draft_model_drafter.h"
-#include "common/engine/serve/engine_executor.h"
 #include "common/engine/serve/model_executor.h"
 #include "common/engine/serve/static_batcher.h"
 #include "common/error.h"
@@ -177,7 +176,7 @@ StackRun run_stack(const StackSetup& setup, const StackConfig& config, WeightsCa
     sc.enable_prefix_caching = config.paged && config.prefix_caching;
     sc.num_host_blocks = setup.num_host_blocks / (config.paged ? 1 : block / setup.block_size);
     sc.preemption_mode = sc.num_host_blocks > 0 ? config.preemption : engine::PreemptionMode::kRecompute;
-    engine::EngineExecutor executor(*w.device, engine::engine_executor_options_for(sc, config.gamma));
+    engine::ModelExecutor executor(*w.device, engine::executor_options_for(sc, config.gamma));
     ModeledClockExecutor modeled(executor, clock, mc, precision, *setup.device, r);
     std::unique_ptr<engine::Drafter> drafter;
     if (config.spec == "ngram") {

@@ -9,7 +9,7 @@
 ///                     │                      contiguous: blocks of max_model_len (one region
 ///                     │                      per request)   paged: blocks of 16 (+ prefix cache)
 ///                     ├─ static:     run_static  + ModelExecutor (chapter 3, padded rows)
-///                     └─ continuous: run_continuous + EngineExecutor (+ Drafter: n-gram or a
+///                     └─ continuous: run_continuous + ModelExecutor (+ Drafter: n-gram or a
 ///                                    draft model), swap or recompute preemption
 ///     every pass ──► its roofline time on the cost device advances the run's clock (modeled),
 ///                    its process CPU time is summed (simulated); rows and bytes are counted

@@ -43,11 +43,11 @@ TEST(Ch03StaticModel, EveryRequestGetsItsSoloTokensAndWastedRowsAreComputed) {
     const engine::ServingRun run = engine::run_static(requests, config, executor, clock);
     const std::string what = "batch size " + std::to_string(batch_size);
     expect_solo_tokens(run, solo, what);
-    EXPECT_EQ(executor.num_rows(), run.waste.useful_rows) << what;
-    EXPECT_EQ(executor.num_wasted_rows(), run.waste.padding_rows + run.waste.idle_rows) << what;
+    EXPECT_EQ(executor.stats().rows, run.waste.useful_rows) << what;
+    EXPECT_EQ(executor.stats().wasted_rows, run.waste.padding_rows + run.waste.idle_rows) << what;
     EXPECT_GT(run.waste.padding_rows, 0) << "the prompts have different lengths";
     EXPECT_GT(run.kv.prefill_tokens_skipped, 0) << "request 1 shares request 0's prompt";
-    EXPECT_GT(executor.num_passes(), static_cast<long long>(run.steps.size()))
+    EXPECT_GT(executor.counters().passes, static_cast<long long>(run.steps.size()))
         << "the padded prefill needs more than one 16-row pass";
   }
 }
@@ -69,8 +69,8 @@ TEST(Ch03StaticModel, PaddingAndIdleRowsAreRowsOfTheSamePass) {
   engine::SimulatedClock clock;
   const engine::ServingRun run = engine::run_static(requests, config, executor, clock);
   EXPECT_GT(run.waste.padding_rows + run.waste.idle_rows, 0) << "mixed lengths waste rows";
-  EXPECT_EQ(executor.num_wasted_rows(), run.waste.padding_rows + run.waste.idle_rows);
-  EXPECT_EQ(executor.num_passes(), static_cast<long long>(run.steps.size()))
+  EXPECT_EQ(executor.stats().wasted_rows, run.waste.padding_rows + run.waste.idle_rows);
+  EXPECT_EQ(executor.counters().passes, static_cast<long long>(run.steps.size()))
       << "wasted rows ran in passes of their own";
   expect_solo_tokens(run, solo_tokens(device, requests, kMaxModelLen), "padded passes");
 }

@@ -242,7 +242,7 @@ TEST(Ch04Examples, ModelExecutor) {
     EXPECT_EQ(r.seq.token_ids, generate(alone, prompt, solo).tokens) << "request " << r.id();
   }
   //! [ModelExecutor]
-  EXPECT_GT(executor.num_passes(), 0);
+  EXPECT_GT(executor.counters().passes, 0);
 }
 
 }  // namespace

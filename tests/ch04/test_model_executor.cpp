@@ -57,11 +57,11 @@ class Ch04ModelExecutor : public ::testing::Test {
     engine::SimulatedClock clock;
     const engine::ServingRun run = engine::run_continuous(requests, config, executor, clock);
     expect_solo_tokens(run, solo, what);
-    EXPECT_EQ(executor.num_passes(), static_cast<long long>(run.steps.size()))
+    EXPECT_EQ(executor.counters().passes, static_cast<long long>(run.steps.size()))
         << what << ": a step sized to the scheduler's budget is exactly one forward pass";
     // Every pass is one upload, and either a replay or eager launches; graphs are reused.
     const StepCounters c = executor.counters();
-    EXPECT_EQ(c.passes, executor.num_passes()) << what;
+    EXPECT_EQ(c.passes, executor.counters().passes) << what;
     EXPECT_EQ(c.uploads, c.passes) << what;
     EXPECT_EQ(c.eager_passes + c.graph_replays, c.passes) << what;
     if (cuda_graphs) {

@@ -1,5 +1,5 @@
 // Speculative decoding through the real model inside continuous batching (chapter 7): the
-// EngineExecutor verifies drafts from prompt lookup and from a draft model (its own paged KV,
+// ModelExecutor verifies drafts from prompt lookup and from a draft model (its own paged KV,
 // batched), under chunked prefill, prefix hits and a KV pool small enough to preempt — and
 // every greedy request still produces exactly its solo tokens (chapter 1's NaiveDecoder,
 // no batch, no speculation).
@@ -14,7 +14,7 @@
 #include "ch04/model_test_support.h"
 #include "ch07/stack_test_support.h"
 #include "common/engine/serve/draft_model_drafter.h"
-#include "common/engine/serve/engine_executor.h"
+#include "common/engine/serve/model_executor.h"
 #include "common/engine/serve/serving_loop.h"
 #include "common/model_bundle.h"
 #include "common/speculative/draft_models.h"
@@ -62,7 +62,7 @@ class Ch07EngineSpec : public ::testing::Test {
   }
   ServingRun run(const std::vector<Request>& requests, const SchedulerConfig& config,
                  Drafter& drafter, const DeviceModel& model) {
-    EngineExecutor executor(model, engine_executor_options_for(config, 3));
+    ModelExecutor executor(model, executor_options_for(config, 3));
     SimulatedClock clock;
     return run_continuous(requests, config, executor, clock, {}, &drafter);
   }

@@ -1,6 +1,6 @@
 // With sampling, speculative decoding inside continuous batching must leave each request's
 // output distributed exactly as the target's (Leviathan et al. 2023, Theorem 1): thousands of
-// requests (one seed each) go through the scheduler, the EngineExecutor's verification and a
+// requests (one seed each) go through the scheduler, the ModelExecutor's verification and a
 // batched draft model, and the joint distribution of their first three tokens is compared with
 // the target's own, computed exactly with the CPU oracle, by a chi-square test. The same test
 // must fail for a plausible bug — a drafter that reports the wrong q — or it would prove
@@ -15,7 +15,7 @@
 #include "ch01/engine_test_support.h"
 #include "ch07/stack_test_support.h"
 #include "common/engine/serve/draft_model_drafter.h"
-#include "common/engine/serve/engine_executor.h"
+#include "common/engine/serve/model_executor.h"
 #include "common/engine/serve/serving_loop.h"
 #include "common/oracle/forward.h"
 #include "common/speculative/draft_models.h"
@@ -122,9 +122,9 @@ std::map<std::vector<int>, long long> engine_outcomes(const DeviceModel& target,
     r.num_speculative_tokens = 2;
     requests.push_back(r);
   }
-  EngineExecutorOptions options = engine_executor_options_for(config, 2);
+  ModelExecutorOptions options = executor_options_for(config, 2);
   options.device_sampling = false;  // the simulator's top-k sampling kernel is slow; ch04 tests it
-  EngineExecutor executor(target, options);
+  ModelExecutor executor(target, options);
   SimulatedClock clock;
   const ServingRun run = run_continuous(requests, config, executor, clock, {}, &drafter);
   *accepted = run.num_accepted_tokens;

@@ -11,7 +11,7 @@
 #include "ch04/model_test_support.h"
 #include "ch04/sched_test_support.h"
 #include "ch07/stack_test_support.h"
-#include "common/engine/serve/engine_executor.h"
+#include "common/engine/serve/model_executor.h"
 #include "common/engine/serve/serving_loop.h"
 #include "common/harness/fake_executor.h"
 
@@ -182,7 +182,7 @@ TEST(Ch07ParallelSampling, EverySampleOfTheModelEqualsItsSoloRunWithItsSeed) {
   }
   const std::vector<std::vector<int>> solo = nanoserve::testing::solo_tokens(model, singles, 48);
   SchedulerConfig c = tiny_config(40, 4, /*budget=*/4, /*max_num_seqs=*/6, /*max_model_len=*/48);
-  EngineExecutor executor(model, engine_executor_options_for(c));
+  ModelExecutor executor(model, executor_options_for(c));
   SimulatedClock clock;
   const ServingRun run = run_continuous(requests, c, executor, clock);
   ASSERT_EQ(run.requests.size(), 6u);

@@ -12,7 +12,7 @@
 #include "ch04/sched_test_support.h"
 #include "ch07/stack_test_support.h"
 #include "common/engine/model/serving_weights.h"
-#include "common/engine/serve/engine_executor.h"
+#include "common/engine/serve/model_executor.h"
 #include "common/engine/serve/serving_loop.h"
 #include "common/error.h"
 #include "common/quant/quant_io.h"
@@ -91,7 +91,7 @@ TEST(Ch07QuantizedEngine, GreedyRequestsGetTheirSoloTokensOnQuantizedWeights) {
     EXPECT_LT(w.weight_bytes, dense.weight_bytes);
     const std::vector<std::vector<int>> solo = nanoserve::testing::solo_tokens(*w.device, requests, 48);
     SchedulerConfig c = nanoserve::testing::tiny_config(8, 4, 12, 4, 48);
-    EngineExecutor executor(*w.device, engine_executor_options_for(c, 2));
+    ModelExecutor executor(*w.device, executor_options_for(c, 2));
     NgramDrafter drafter;
     SimulatedClock clock;
     const ServingRun run = run_continuous(requests, c, executor, clock, {}, &drafter);
@@ -127,7 +127,7 @@ TEST(Ch07WholeStack, EveryTechniqueAtOnceKeepsTheSoloTokens) {
   c.enable_prefix_caching = true;
   c.preemption_mode = PreemptionMode::kSwap;
   c.num_host_blocks = 32;
-  EngineExecutor executor(*w.device, engine_executor_options_for(c, 2));
+  ModelExecutor executor(*w.device, executor_options_for(c, 2));
   DraftModelDrafterOptions o;
   o.num_kv_blocks = 24;
   o.block_size = 4;

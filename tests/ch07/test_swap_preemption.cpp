@@ -14,7 +14,7 @@
 #include "ch04/model_test_support.h"
 #include "ch04/sched_test_support.h"
 #include "ch07/stack_test_support.h"
-#include "common/engine/serve/engine_executor.h"
+#include "common/engine/serve/model_executor.h"
 #include "common/engine/serve/serving_loop.h"
 #include "common/error.h"
 #include "common/harness/fake_executor.h"
@@ -212,7 +212,7 @@ TEST(Ch07SwapPreemption, TheModelsTokensSurviveTheRoundTripThroughTheHostPool) {
                                     /*max_num_seqs=*/4, /*max_model_len=*/48);
     c.preemption_mode = mode;
     c.num_host_blocks = 24;
-    EngineExecutor executor(model, engine_executor_options_for(c));
+    ModelExecutor executor(model, executor_options_for(c));
     SimulatedClock clock;
     const ServingRun run = run_continuous(requests, c, executor, clock);
     ASSERT_EQ(run.requests.size(), 6u);

@@ -132,7 +132,9 @@ TEST(Ch08AsyncEngine, DrainDeadlineCancelsWhatIsLeftAndSaysWhy) {
   EXPECT_EQ(engine.snapshot().kv.blocks_in_use, 0);
 }
 
-// n samples: seeds seed, seed + 1, …, as chapter 7's parallel sampling forks them.
+// n samples are chapter 7's parallel samples: one request whose prompt is computed once,
+// forked copy-on-write into samples with seeds seed, seed + 1, … — each sample's tokens are
+// those of a request alone with its seed.
 TEST(Ch08AsyncEngine, ParallelSamplesDrawWithConsecutiveSeeds) {
   const SchedulerConfig config = small_config();
   AsyncEngine engine(config, std::make_unique<harness::FakeExecutor>(64, 4, kVocab));
@@ -144,9 +146,75 @@ TEST(Ch08AsyncEngine, ParallelSamplesDrawWithConsecutiveSeeds) {
     alone.seq.sampling.seed = 40 + i;
     EXPECT_EQ(read_all(*streams[i]).tokens,
               harness::fake_reference_run(alone, kVocab, config.max_model_len).output_tokens());
+    if (i > 0) {
+      EXPECT_EQ(streams[i]->id(), parallel_sample_id(streams[0]->id(), i));
+    }
   }
+  // Forked, not three requests: the 3 prompt rows once, then 5 decode rows per sample.
+  const EngineSnapshot snap = engine.snapshot();
+  EXPECT_EQ(snap.stats.num_scheduled_tokens, 3 + 3 * 5);
+  EXPECT_EQ(snap.num_prompt_tokens, 3);
+  EXPECT_EQ(snap.num_generated_tokens, 3 * 6);
+  EXPECT_EQ(snap.kv.blocks_in_use, 0);
   EXPECT_THROW(engine.submit(r, 0), InvalidArgument);
   EXPECT_THROW(engine.submit(r, 65), InvalidArgument);
+}
+
+// Every sample's stream ends, also when the group never forks: rejected (n > max_num_seqs, or
+// a prompt too long), or cancelled through any sample's id before or after the fork.
+TEST(Ch08AsyncEngine, EverySampleStreamEndsWhenItsGroupIsRejectedOrCancelled) {
+  SchedulerConfig config = small_config();
+  config.max_num_seqs = 4;
+  AsyncEngine engine(config, std::make_unique<SlowFakeExecutor>(config, kVocab, 2));
+  for (auto& s : engine.submit(request_of({1, 2, 3}, 4, 1.0f, 7), 5)) {
+    const StreamDelta d = read_all(*s);
+    EXPECT_EQ(d.finish_reason, FinishReason::kRejected);
+    EXPECT_NE(d.finish_detail.find("max_num_seqs = 4"), std::string::npos) << d.finish_detail;
+  }
+  for (auto& s : engine.submit(request_of(std::vector<int>(200, 3), 4, 1.0f, 7), 3)) {
+    EXPECT_EQ(read_all(*s).finish_reason, FinishReason::kRejected);
+  }
+  auto blocker = engine.submit(request_of({1, 2}, 1000, 0, 1)).front();  // one seat of 4
+  StreamDelta first;
+  ASSERT_TRUE(blocker->next(first, std::chrono::seconds(5)));
+  // 4 samples need all 4 seats: the group waits, unforked, until it is cancelled.
+  auto waiting = engine.submit(request_of({1, 2, 3, 4, 5}, 100, 1.0f, 7), 4);
+  engine.cancel(waiting[3]->id());  // a sample that does not exist yet cancels its group
+  for (auto& s : waiting) {
+    const StreamDelta d = read_all(*s);
+    EXPECT_EQ(d.finish_reason, FinishReason::kCancelled);
+    EXPECT_TRUE(d.tokens.empty());
+  }
+  auto running = engine.submit(request_of({1, 2, 3, 4, 5}, 1000, 1.0f, 7), 3);
+  for (auto& s : running) {  // every sample has a token: the group forked
+    StreamDelta d;
+    ASSERT_TRUE(s->next(d, std::chrono::seconds(5)));
+    EXPECT_FALSE(d.tokens.empty());
+  }
+  engine.cancel(running[1]->id());
+  for (auto& s : running) EXPECT_EQ(read_all(*s).finish_reason, FinishReason::kCancelled);
+  engine.cancel(blocker->id());
+  EXPECT_EQ(read_all(*blocker).finish_reason, FinishReason::kCancelled);
+  EXPECT_EQ(engine.snapshot().kv.blocks_in_use, 0);
+}
+
+// A waiting request with n samples takes n places of the waiting queue until it forks.
+TEST(Ch08AsyncEngine, AWaitingGroupCountsItsSamplesInTheQueue) {
+  SchedulerConfig config = small_config();
+  config.max_num_seqs = 2;  // one request runs; a group of 2 must wait for both seats
+  AsyncEngineOptions options;
+  options.max_waiting = 3;
+  AsyncEngine engine(config, std::make_unique<SlowFakeExecutor>(config, kVocab, 5), {}, options);
+  auto running = engine.submit(request_of({1, 2}, 100, 0, 1)).front();
+  StreamDelta d;
+  ASSERT_TRUE(running->next(d, std::chrono::seconds(5)));
+  engine.submit(request_of({1, 3}, 5, 1.0f, 1), 2);
+  const long long step = engine.snapshot().step;
+  while (engine.snapshot().step < step + 2) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(engine.snapshot().num_waiting, 2);
+  EXPECT_THROW(engine.submit(request_of({1, 4}, 5, 0, 1), 2), EngineBusy);
+  engine.submit(request_of({1, 4}, 5, 0, 1));
+  engine.cancel(running->id());
 }
 
 // A request that can never run comes back finished as rejected, with the reason.
@@ -189,6 +257,14 @@ TEST(Ch08AsyncEngine, ModelExecutorLogprobsMatchTheGreedyTokens) {
     with.num_logprobs = 2;
     auto a = engine.submit(with).front();
     auto b = engine.submit(request_of({1, 20, 30}, 3, 0, 1)).front();  // asks for none
+    Request sampled = request_of({1, 20, 31}, 4, 1.0f, 5);
+    sampled.num_logprobs = 1;
+    auto group = engine.submit(sampled, 2);  // the fork's first token too
+    for (auto& s : group) {
+      const StreamDelta g = read_all(*s);
+      ASSERT_EQ(g.logprobs.size(), g.tokens.size());
+      for (std::size_t i = 0; i < g.tokens.size(); ++i) EXPECT_EQ(g.logprobs[i].token, g.tokens[i]);
+    }
     const StreamDelta got = read_all(*a);
     ASSERT_EQ(got.logprobs.size(), got.tokens.size());
     for (std::size_t i = 0; i < got.tokens.size(); ++i) {

@@ -103,18 +103,20 @@ std::vector<std::shared_ptr<RequestStream>> AsyncEngine::submit(Request request,
                        false);
     }
     // END EXERCISE
-    // Temporary until chapter 7's scheduler forks samples itself: n requests, seeds seed + i.
+    // One request with n samples: the scheduler forks samples 1 .. n-1 from it copy-on-write
+    // when its prompt is done, with seeds seed + i (scheduler.h, rule 6); their streams exist
+    // from now on, under the ids the forks will have.
+    request.seq.seq_id = next_id_++;
+    request.n = n;
+    request.arrival_s = now();
     for (int i = 0; i < n; ++i) {
-      Request r = request;
-      r.seq.seq_id = next_id_++;
-      r.seq.sampling.seed = request.seq.sampling.seed + static_cast<uint64_t>(i);
-      r.arrival_s = now();
-      std::shared_ptr<RequestStream> stream(new RequestStream(r.id()));
-      streams_[r.id()] = stream;
+      const int64_t id = i == 0 ? request.id() : parallel_sample_id(request.id(), i);
+      std::shared_ptr<RequestStream> stream(new RequestStream(id));
+      streams_[id] = stream;
       out.push_back(stream);
-      snapshot_.num_prompt_tokens += r.prompt_len;
-      inbox_.push_back(std::move(r));
     }
+    snapshot_.num_prompt_tokens += request.prompt_len;
+    inbox_.push_back(std::move(request));
     num_queued_ += n;
   }
   cv_.notify_all();
@@ -187,7 +189,9 @@ void AsyncEngine::run() {
     }
     try {
       for (Request& r : arrived) scheduler_.add_request(std::move(r));
-      for (int64_t id : cancels) scheduler_.cancel(id, now());
+      for (int64_t id : cancels) {  // a sample's id: its group (forked or not yet)
+        scheduler_.cancel(id >= 0 ? id : (-1 - id) / kMaxParallelSamples, now());
+      }
       if (cancel_all) {
         for (int64_t id : scheduler_.running_ids()) forced_cancel_.insert(id);
         for (int64_t id : scheduler_.waiting_ids()) forced_cancel_.insert(id);
@@ -213,42 +217,59 @@ void AsyncEngine::step() {
   }
   const std::vector<int> tokens = executor_->execute(out);
   const std::vector<TokenLogprobs> logprobs = executor_->take_logprobs();
+  // Who each entry belongs to, before update (a forked sample that finishes at once is gone
+  // from the scheduler's live requests after it): a sequence's entries start with its own,
+  // then its forks' first tokens (scheduler_output.h).
+  struct Sampler {
+    int64_t id;
+    std::size_t entry;  // its first entry in `tokens`
+    int count;          // its entries
+  };
+  std::vector<Sampler> samplers;
+  std::size_t entry = 0;
+  for (const ScheduledSequence& s : out.seqs) {
+    if (!s.sample) continue;
+    const int forks = static_cast<int>(s.forks.size());
+    samplers.push_back({s.seq_id, entry, s.num_sampled_tokens() - forks});
+    for (int f = 0; f < forks; ++f) {
+      samplers.push_back({s.forks[std::size_t(f)]->id(), entry + 1 + std::size_t(f), 1});
+    }
+    entry += std::size_t(s.num_sampled_tokens());
+  }
   scheduler_.update(out, tokens, now());
   std::vector<Request> finished = scheduler_.take_finished();
   std::unordered_map<int64_t, const Request*> done;
   for (const Request& r : finished) done[r.id()] = &r;
-  auto request_of = [&](int64_t id) -> const Request& {
+  auto request_of = [&](int64_t id) -> const Request* {
     auto it = done.find(id);
-    return it != done.end() ? *it->second : scheduler_.request(id);
+    return it != done.end() ? it->second : scheduler_.find(id);
   };
-  for (const ScheduledSequence& s : out.seqs) {
-    if (!s.sample) continue;
-    const Request& r = request_of(s.seq_id);
-    auto sent = sent_.find(r.id());
-    num_generated_ += r.num_output_tokens() - (sent == sent_.end() ? 0 : sent->second);
+  for (const Sampler& p : samplers) {
+    const Request* r = request_of(p.id);
+    if (r == nullptr) continue;
+    auto sent = sent_.find(p.id);
+    num_generated_ += r->num_output_tokens() - (sent == sent_.end() ? 0 : sent->second);
   }
   // The snapshot first: whoever a token or a finish wakes sees the state after this step.
   fill_snapshot(&out, (now() - t0) * 1e3);
-  // Publish from the request itself: what update appended since the stream last heard.
-  std::size_t index = 0;
-  for (const ScheduledSequence& s : out.seqs) {
-    if (!s.sample) continue;
-    const std::size_t i = index++;
-    auto it = done.find(s.seq_id);
-    const Request& r = it != done.end() ? *it->second : scheduler_.request(s.seq_id);
-    std::shared_ptr<RequestStream> stream = stream_of(r.id());
-    if (!stream) continue;
-    int& sent = sent_[r.id()];
-    const std::vector<int>& ids = r.seq.token_ids;
-    for (int k = r.prompt_len + sent; k < r.seq.num_tokens(); ++k) {
-      const bool last = k + 1 == r.seq.num_tokens();
-      const TokenLogprobs* lp =
-          last && i < logprobs.size() && logprobs[i].token >= 0 ? &logprobs[i] : nullptr;
-      stream->push(ids[static_cast<std::size_t>(k)], lp);
+  // Publish from the request itself: what update appended since the stream last heard, the
+  // j-th new token with the log-probabilities of the sampler's j-th entry (when they are of
+  // that token: a verification's entries are its accepted drafts and the token after them).
+  for (const Sampler& p : samplers) {
+    const Request* r = request_of(p.id);
+    std::shared_ptr<RequestStream> stream = stream_of(p.id);
+    if (r == nullptr || !stream) continue;
+    int& sent = sent_[p.id];
+    const std::vector<int>& ids = r->seq.token_ids;
+    for (int k = r->prompt_len + sent, j = 0; k < r->seq.num_tokens(); ++k, ++j) {
+      const int token = ids[static_cast<std::size_t>(k)];
+      const std::size_t e = p.entry + std::size_t(j);
+      const bool has_lp = j < p.count && e < logprobs.size() && logprobs[e].token == token;
+      stream->push(token, has_lp ? &logprobs[e] : nullptr);
     }
-    sent = r.num_output_tokens();
+    sent = r->num_output_tokens();
   }
-  for (Request& r : finished) finish_one(r);
+  finish_all(finished);
 }
 
 std::shared_ptr<RequestStream> AsyncEngine::stream_of(int64_t id) {
@@ -261,7 +282,24 @@ void AsyncEngine::finish_taken() {
   std::vector<Request> finished = scheduler_.take_finished();
   if (finished.empty()) return;
   fill_snapshot(nullptr, 0);  // the blocks they freed, before anyone hears of it
+  finish_all(finished);
+}
+
+void AsyncEngine::finish_all(std::vector<Request>& finished) {
   for (Request& r : finished) finish_one(r);
+  // A group is handed out whole: samples of a request with n > 1 that are still open were
+  // never forked (rejected, cancelled or cut before its prompt was done) and end as it did.
+  for (const Request& r : finished) {
+    if (r.n <= 1 || r.parent_id >= 0) continue;
+    for (int i = 1; i < r.n; ++i) {
+      if (!stream_of(parallel_sample_id(r.id(), i))) continue;  // forked, finished above
+      Request sample = r;
+      sample.seq.seq_id = parallel_sample_id(r.id(), i);
+      sample.parent_id = r.id();
+      sample.sample_index = i;
+      finish_one(sample);
+    }
+  }
 }
 
 void AsyncEngine::finish_one(Request& r) {
@@ -285,7 +323,13 @@ void AsyncEngine::finish_one(Request& r) {
 
 void AsyncEngine::fill_snapshot(const SchedulerOutput* out, double step_ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  num_queued_ = scheduler_.num_waiting() + static_cast<int>(inbox_.size());
+  // Samples, as submit counts them: a waiting request that has not forked yet is n of them.
+  num_queued_ = 0;
+  for (int64_t id : scheduler_.waiting_ids()) {
+    const Request& r = scheduler_.request(id);
+    num_queued_ += r.parent_id < 0 && r.num_output_tokens() == 0 ? r.n : 1;
+  }
+  for (const Request& r : inbox_) num_queued_ += r.n;
   EngineSnapshot& s = snapshot_;
   if (out != nullptr) {  // after a step; otherwise only the counters change
     ++s.step;

@@ -19,10 +19,13 @@
 /// saying so). The engine thread never waits for a reader; a slow reader only makes its own
 /// stream's pending tokens pile up.
 ///
-/// Parallel sampling (`n` > 1) is behind `submit(request, n)`: today it submits n requests
-/// whose seeds are seed, seed + 1, …, seed + n − 1 (each with its own prompt blocks, shared
-/// through the prefix cache); chapter 7's scheduler forks them copy-on-write from one request
-/// with the same seeds, and only this function changes.
+/// Parallel sampling (`n` > 1) is chapter 7's: `submit(request, n)` queues one request whose
+/// prompt is computed once; when it is done the scheduler forks samples 1 … n − 1 from it
+/// copy-on-write (its KV blocks shared), with seeds seed + 1, …, seed + n − 1, and each sample
+/// streams to its own `RequestStream`. The group runs and is preempted together; its streams
+/// finish when its last sample does (the scheduler hands a group out whole), and cancelling
+/// one sample cancels the group. A group needs n running sequences: n > `max_num_seqs` is
+/// rejected.
 
 #include <atomic>
 #include <chrono>
@@ -138,7 +141,9 @@ struct EngineSnapshot {
   int num_running = 0;           ///< requests holding KV blocks
   int num_waiting = 0;           ///< requests queued (submitted, not yet admitted included)
   long long num_generated_tokens = 0;  ///< tokens sampled since start
-  long long num_prompt_tokens = 0;     ///< prompt tokens of requests submitted since start
+  /// \brief Prompt tokens of requests submitted since start (once per request: its samples
+  /// share the prompt).
+  long long num_prompt_tokens = 0;
   SchedulerStats stats;          ///< the scheduler's counters
   KVCacheMetrics kv;             ///< the KV manager's counters
   int num_kv_blocks = 0;         ///< blocks in the pool
@@ -182,13 +187,15 @@ class AsyncEngine {
   AsyncEngine(const AsyncEngine&) = delete;
   AsyncEngine& operator=(const AsyncEngine&) = delete;
 
-  /// \brief Queues `request` (its id is assigned here; `arrival_s` set to now) with `n`
-  /// samples (see the file comment) and returns their streams, sample 0 first. Throws
+  /// \brief Queues `request` (its id is assigned here, its `n` set to `n`, `arrival_s` to
+  /// now) and returns the streams of its `n` samples (see the file comment), sample 0 (the
+  /// request itself) first, then the forks' (`parallel_sample_id`). Throws
   /// `InvalidArgument` for a malformed request (`Request::validate_new`) or n outside
   /// [1, 64], and `EngineBusy` when the queue is full or the engine does not accept work.
   std::vector<std::shared_ptr<RequestStream>> submit(Request request, int n = 1);
   /// \brief Cancels a request (its blocks are freed at the next step; its stream finishes
-  /// with kCancelled). Unknown or finished ids are ignored.
+  /// with kCancelled) — with all its samples, whichever sample's id is given. Unknown or
+  /// finished ids are ignored.
   void cancel(int64_t id);
 
   /// \brief Stops accepting (`submit` throws `EngineBusy` with closed()), lets the queued and
@@ -210,6 +217,8 @@ class AsyncEngine {
   void step();
   std::shared_ptr<RequestStream> stream_of(int64_t id);
   void finish_taken();
+  /// finish_one for each, then the streams of samples that were never forked.
+  void finish_all(std::vector<Request>& finished);
   void finish_one(Request& r);
   /// Counters and (while watched) views; `out` null when no step ran.
   void fill_snapshot(const SchedulerOutput* out, double step_ms);

@@ -1,22 +1,18 @@
+// ModelExecutor: options, the checks of a plan, swaps, and how a plan is cut into passes
+// (model_executor_pass.cpp runs one pass and decides its tokens).
 #include "common/engine/serve/model_executor.h"
 
 #include <algorithm>
-#include <limits>
-#include <stdexcept>
 #include <string>
 
 #include "common/engine/model/device_info.h"
 #include "common/engine/serve/scheduler.h"
 #include "common/engine/serve/static_batcher.h"
 #include "common/error.h"
-#include "common/sampling/sampler.h"
 
 namespace nanoserve::engine {
 
 namespace {
-
-// The padding sequence's id in a pass: no request has a negative id.
-constexpr std::int64_t kPaddingSeq = -1;
 
 RunnerOptions runner_options(const DeviceModel& model, const ModelExecutorOptions& o) {
   const int context = model.config().max_seq_len;
@@ -30,6 +26,10 @@ RunnerOptions runner_options(const DeviceModel& model, const ModelExecutorOption
   return r;
 }
 
+std::string who(const ScheduledSequence& s) {
+  return "ModelExecutor: request " + std::to_string(s.seq_id);
+}
+
 }  // namespace
 
 std::vector<int> graph_buckets(const ModelExecutorOptions& o) {
@@ -38,13 +38,16 @@ std::vector<int> graph_buckets(const ModelExecutorOptions& o) {
   return graph_buckets(r);
 }
 
-ModelExecutorOptions executor_options_for(const SchedulerConfig& config) {
+ModelExecutorOptions executor_options_for(const SchedulerConfig& config, int max_gamma) {
   ModelExecutorOptions o;
   o.max_tokens_per_step = config.max_num_batched_tokens;
-  o.max_logit_rows = config.max_num_seqs;
+  const long long logit_rows = (long long)config.max_num_seqs * (1 + std::max(0, max_gamma));
+  o.max_logit_rows =
+      int(std::max(1LL, std::min<long long>(config.max_num_batched_tokens, logit_rows)));
   o.max_seq_len = config.max_model_len;
   o.num_kv_blocks = config.num_kv_blocks;
   o.block_size = config.block_size;
+  o.num_host_blocks = config.num_host_blocks;
   return o;
 }
 
@@ -68,6 +71,10 @@ ModelExecutor::ModelExecutor(const DeviceModel& model, ModelExecutorOptions opti
                           std::to_string(options_.num_kv_blocks) + " and " +
                           std::to_string(options_.block_size));
   }
+  if (options_.num_host_blocks < 0) {
+    throw InvalidArgument("ModelExecutor: num_host_blocks = " +
+                          std::to_string(options_.num_host_blocks) + " must be >= 0");
+  }
   if (options_.device_sampling) {
     sampler_ = std::make_unique<DeviceSampler>(options_.max_logit_rows, model.config().vocab_size,
                                                runner_.stream());
@@ -83,147 +90,131 @@ ModelExecutor::ModelExecutor(const DeviceModel& model, ModelExecutorOptions opti
   cache_ = std::make_unique<PagedKVCache>(
       model_.config(), options_.kv_dtype.value_or(runner_.activation_dtype()), blocks,
       options_.block_size, options_.max_seq_len);
+  if (options_.num_host_blocks > 0) {
+    host_ = std::make_unique<HostKVPool>(*cache_, options_.num_host_blocks);
+  }
+}
+
+// Everything the executor itself relies on, before anything runs (the cache checks the slots
+// and tables when a pass is staged; the rejection rule checks the drafts' q rows).
+void ModelExecutor::check_plan(const SchedulerOutput& output) const {
+  const bool swaps = !output.blocks_to_swap_out.empty() || !output.blocks_to_swap_in.empty();
+  if (swaps && !host_) {
+    throw InvalidArgument("ModelExecutor: the step swaps blocks but the executor has no host "
+                          "pool (num_host_blocks = 0; size it with executor_options_for)");
+  }
+  if (output.num_wasted_rows < 0) {
+    throw InvalidArgument("ModelExecutor: num_wasted_rows = " +
+                          std::to_string(output.num_wasted_rows) + " is negative");
+  }
+  for (const ScheduledSequence& s : output.seqs) {
+    if (s.block_table == nullptr) throw InvalidArgument(who(s) + " is scheduled without a block table");
+    if (s.request == nullptr) throw InvalidArgument(who(s) + " is scheduled without its request");
+    const int k = s.num_draft_tokens;
+    if (k < 0 || k >= s.num_tokens || (k > 0 && !s.sample)) {
+      throw InvalidArgument(who(s) + " has num_draft_tokens = " + std::to_string(k) + " in a run of " +
+                            std::to_string(s.num_tokens) + " rows that " +
+                            (s.sample ? "samples" : "does not sample") +
+                            ": drafts follow the last token of a sampling run");
+    }
+    if (k > static_cast<int>(s.request->draft.tokens.size())) {
+      throw InvalidArgument(who(s) + " verifies " + std::to_string(k) + " drafts but carries " +
+                            std::to_string(s.request->draft.tokens.size()));
+    }
+    if (!s.forks.empty() && (!s.sample || k > 0)) {
+      throw InvalidArgument(who(s) + " forks " + std::to_string(s.forks.size()) +
+                            " samples from a run that " +
+                            (k > 0 ? "verifies drafts" : "does not sample"));
+    }
+    const int most = std::min(options_.max_logit_rows, options_.max_tokens_per_step);
+    if (s.num_logit_rows() > most) {
+      throw InvalidArgument(who(s) + " needs " + std::to_string(s.num_logit_rows()) +
+                            " logit rows in one pass but max_logit_rows = " +
+                            std::to_string(options_.max_logit_rows) + " and max_tokens_per_step = " +
+                            std::to_string(options_.max_tokens_per_step) +
+                            " (size it with executor_options_for(config, max_gamma))");
+    }
+  }
+}
+
+// Swaps first, on the pass's stream: out before in, both before anything writes a block.
+void ModelExecutor::swap(const SchedulerOutput& output) {
+  if (!host_) return;  // check_plan refused swaps without a pool
+  host_->swap_out(*cache_, output.blocks_to_swap_out, runner_.stream());
+  host_->swap_in(*cache_, output.blocks_to_swap_in, runner_.stream());
+  stats_.blocks_swapped_out += static_cast<long long>(output.blocks_to_swap_out.size());
+  stats_.blocks_swapped_in += static_cast<long long>(output.blocks_to_swap_in.size());
+}
+
+ModelExecutor::Decided ModelExecutor::decided(const Share& share) const {
+  if (share.num_logit_rows == 0) return Decided::kNothing;
+  const bool plain = share.seq->num_draft_tokens == 0 && share.seq->forks.empty();
+  return plain && sampler_ ? Decided::kOnDevice : Decided::kOnHost;
 }
 
 std::vector<int> ModelExecutor::execute(const SchedulerOutput& output) {
-  // A pass that threw last time may have left rows behind.
-  batch_ = ForwardBatch{};
-  batch_samplers_.clear();
-  batch_sample_index_.clear();
+  check_plan(output);
+  // A pass that threw last time may have left shares behind.
+  shares_.clear();
+  pass_rows_ = pass_logit_rows_ = 0;
   logprobs_.clear();
+  swap(output);
   // Copy-on-write copies go with the first pass: it writes into their destinations.
-  batch_.block_copies = output.block_copies;
+  pass_copies_ = output.block_copies;
 
-  std::vector<int> sampled(static_cast<std::size_t>(output.num_sampled()), -1);
+  std::vector<int> result(static_cast<std::size_t>(output.num_sampled()), -1);
   const int max_rows = options_.max_tokens_per_step;
-  int sample_index = 0;
+  std::size_t result_at = 0;
   for (const ScheduledSequence& s : output.seqs) {
-    if (s.block_table == nullptr) {
-      throw InvalidArgument("ModelExecutor: request " + std::to_string(s.seq_id) +
-                            " is scheduled without a block table");
-    }
-    // The sequence's rows, in pieces that fit the pass being built.
+    // The run's rows, in pieces that fit the pass being built; its logit rows (the last L)
+    // stay together, in a pass with room for their logits.
+    const int L = s.num_logit_rows();
+    const int tail = s.num_tokens - L;  // first logit row of the run
     for (int done = 0; done < s.num_tokens;) {
-      const int room = max_rows - batch_.rows();
-      const int n = std::min(room, s.num_tokens - done);
-      const bool last = done + n == s.num_tokens;
-      const bool logits_full =
-          static_cast<int>(batch_.logit_rows.size()) == options_.max_logit_rows;
-      if (n == 0 || (last && s.sample && logits_full)) {
-        run_pass(sampled);
+      int n = std::min(max_rows - pass_rows_, s.num_tokens - done);
+      const bool ends = done + n == s.num_tokens;
+      if (L > 0 && ends && pass_logit_rows_ + L > options_.max_logit_rows) n = 0;
+      if (L > 0 && !ends && done + n > tail) n = tail - done;  // stop short of the logit rows
+      if (n <= 0) {
+        run_pass(result);
         continue;
       }
-      batch_.add_chunk(s.seq_id, output.input_ids.data() + s.row_begin + done, n,
-                       s.start_pos + done, s.block_table);
-      if (last && s.sample) {
-        batch_.logit_rows.push_back(batch_.rows() - 1);
-        batch_samplers_.push_back(&s);
-        batch_sample_index_.push_back(sample_index);
-      }
+      const int* tokens = output.input_ids.data() + s.row_begin + done;
+      const Share share{&s, tokens, done, n, ends ? L : 0, result_at};
+      shares_.push_back(share);
+      pass_rows_ += n;
+      pass_logit_rows_ += share.num_logit_rows;
       done += n;
     }
-    sample_index += s.sample;
+    result_at += std::size_t(s.num_sampled_tokens());
   }
-  if (options_.compute_wasted_rows) add_padding(output.num_wasted_rows, sampled);
-  if (batch_.rows() > 0) run_pass(sampled);
-  // A last pass without logits has not synchronized: finish before the caller reads a clock.
+  if (options_.compute_wasted_rows) add_padding(output.num_wasted_rows, result);
+  if (pass_rows_ > 0) run_pass(result);
+  // A last pass without logits, or a step that only swapped, has not synchronized: finish
+  // before the caller reads a clock.
   CUDA_CHECK(cudaStreamSynchronize(runner_.stream()));
-  return sampled;
-}
-
-void ModelExecutor::run_pass(std::vector<int>& sampled) {
-  const int vocab = model_.config().vocab_size;
-  if (sampler_) {  // the logits stay on the device; only the token ids come back
-    std::vector<SamplingParams> params;
-    std::vector<std::uint64_t> positions;
-    for (const ScheduledSequence* s : batch_samplers_) {
-      params.push_back(s->request->seq.sampling);
-      positions.push_back(static_cast<std::uint64_t>(s->end_pos()));  // as a solo run
-    }
-    // The sampling parameters ride in the pass's one upload.
-    runner_.forward_on_device(batch_, *cache_, [&](StepStaging& staging) {
-      if (!params.empty()) sampler_->stage(staging, params, positions);
-    });
-    if (!params.empty()) {
-      // Only the real rows: a graph's padding rows have logits too, which nobody samples.
-      const std::vector<int> tokens = sampler_->sample_staged(runner_.device_logits());
-      for (std::size_t i = 0; i < tokens.size(); ++i) {
-        sampled[static_cast<std::size_t>(batch_sample_index_[i])] = tokens[i];
-      }
-      record_logprobs(nullptr, sampled);
-    }
-  } else {
-    const std::vector<float> logits = runner_.forward(batch_, *cache_);
-    sample_on_host(logits, vocab, sampled);
-    record_logprobs(logits.data(), sampled);
-  }
-  ++num_passes_;
-  for (const SequenceChunk& c : batch_.chunks) num_rows_ += c.seq == kPaddingSeq ? 0 : c.num_tokens;
-  batch_ = ForwardBatch{};
-  batch_samplers_.clear();
-  batch_sample_index_.clear();
-}
-
-void ModelExecutor::sample_on_host(const std::vector<float>& logits, int vocab,
-                                   std::vector<int>& sampled) const {
-  for (std::size_t i = 0; i < batch_samplers_.size(); ++i) {
-    const ScheduledSequence& s = *batch_samplers_[i];
-    // The token goes to position end_pos(): the same (seed, position) key as a solo run.
-    sampled[static_cast<std::size_t>(batch_sample_index_[i])] =
-        sample(logits.data() + i * static_cast<std::size_t>(vocab), vocab,
-               s.request->seq.sampling, static_cast<std::uint64_t>(s.end_pos()));
-  }
-}
-
-void ModelExecutor::record_logprobs(const float* host_logits, const std::vector<int>& sampled) {
-  const int vocab = model_.config().vocab_size;
-  std::vector<float> row;
-  for (std::size_t i = 0; i < batch_samplers_.size(); ++i) {
-    const int k = batch_samplers_[i]->request->num_logprobs;
-    if (k < 0) continue;
-    const float* logits = host_logits + i * static_cast<std::size_t>(vocab);
-    if (host_logits == nullptr) {  // one row down from the device: only the rows asked for
-      row.resize(static_cast<std::size_t>(vocab));
-      CUDA_CHECK(cudaMemcpy(row.data(), runner_.device_logits() + i * std::size_t(vocab),
-                            row.size() * sizeof(float), cudaMemcpyDeviceToHost));
-      logits = row.data();
-    }
-    if (logprobs_.empty()) logprobs_.resize(sampled.size());
-    const auto index = static_cast<std::size_t>(batch_sample_index_[i]);
-    logprobs_[index] = token_logprobs(logits, vocab, sampled[index], k);
-  }
+  return result;
 }
 
 // Padding and idle rows cost a padded batch real rows of the same pass. Here they are one more
-// chunk per pass: a padding sequence (token 0 at positions 0..n-1) whose blocks lie past the
+// share per pass: a padding sequence (token 0 at positions 0..n-1) whose blocks lie past the
 // scheduler's, filling the pass up to max_tokens_per_step rows; what does not fit goes into
 // further passes, as a padded batch too big for one pass would. Their linear layers cost what
 // padded rows cost; their attention spans n positions rather than the batch's, a small
 // difference at these sizes.
-void ModelExecutor::add_padding(int rows, std::vector<int>& sampled) {
+void ModelExecutor::add_padding(int rows, std::vector<int>& result) {
   const int capacity = static_cast<int>(padding_blocks_.size()) * options_.block_size;
   for (int left = rows; left > 0;) {
-    int n = std::min({left, options_.max_tokens_per_step - batch_.rows(), capacity,
-                      options_.max_seq_len});
+    const int n = std::min({left, options_.max_tokens_per_step - pass_rows_, capacity,
+                            options_.max_seq_len});
     if (n == 0) {  // the pass is full
-      run_pass(sampled);
+      run_pass(result);
       continue;
     }
-    SequenceChunk c;
-    c.seq = kPaddingSeq;
-    c.start_pos = 0;
-    c.num_tokens = n;
-    c.block_ids = padding_blocks_;
-    batch_.chunks.push_back(std::move(c));
-    batch_.tokens.insert(batch_.tokens.end(), static_cast<std::size_t>(n), 0);
-    for (int p = 0; p < n; ++p) {
-      batch_.slot_mapping.push_back(
-          std::int64_t(padding_blocks_[std::size_t(p / options_.block_size)]) *
-              options_.block_size + p % options_.block_size);
-    }
-    num_wasted_rows_ += n;
+    shares_.push_back(Share{nullptr, nullptr, 0, n, 0, 0});
+    pass_rows_ += n;
     left -= n;
-    if (left > 0) run_pass(sampled);  // one padding chunk per pass
+    if (left > 0) run_pass(result);  // one padding share per pass
   }
 }
 

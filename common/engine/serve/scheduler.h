@@ -192,6 +192,9 @@ class Scheduler {
   std::vector<int64_t> running_ids() const;
   /// \brief A live (waiting or running) request. Throws `InvalidArgument` for other ids.
   const Request& request(int64_t id) const;
+  /// \brief A live request, or a parallel sample that finished while others of its group
+  /// run on (it is handed out by `take_finished` with its group); null for other ids.
+  const Request* find(int64_t id) const;
   /// \brief Moves out the requests finished since the last call, in finishing order.
   std::vector<Request> take_finished();
 
