@@ -102,7 +102,19 @@ if(NOT NANOSERVE_BACKEND STREQUAL "cuda")
                    --model synthetic:tiny)
   set_tests_properties(ch09.disaggregated_np2 PROPERTIES LABELS "${CH09_LABELS};mpi" TIMEOUT 120
                        PROCESSORS 2)
+  # Tensor parallelism for real: the tiny model split across 2 ranks, rank 0 scheduling, every
+  # request's tokens compared with the whole model's on one device (TP 4: ch09.mpi_np4).
+  add_test(NAME ch09.tensor_parallel_np2
+           COMMAND ${NS_SMOKE_RUN} --expect "tokens equal to the single-process engine's: 6 of 6"
+                   --expect "rank 0 holds 4 of 8 q heads, 2 of 4 kv heads"
+                   -- ${NS_MPIRUN} ${MPIEXEC_NUMPROC_FLAG} 2 ${CH09} --tensor-parallel 2
+                   --model synthetic:tiny)
+  set_tests_properties(ch09.tensor_parallel_np2 PROPERTIES LABELS "${CH09_LABELS};mpi" TIMEOUT 120
+                       PROCESSORS 2)
 endif()
+add_test(NAME ch09.tensor_parallel_needs_its_ranks
+         COMMAND ${CH09_EXPECT_FAILURE} "--tensor-parallel 2 needs as many ranks: mpirun -np 2"
+                 ${CH09} --tensor-parallel 2 --model synthetic:tiny)
 add_test(NAME ch09.disaggregated_needs_two_ranks
          COMMAND ${CH09_EXPECT_FAILURE} "needs at least 2 ranks .*mpirun -np 2" ${CH09}
                  --disaggregated --model synthetic:tiny)
@@ -110,5 +122,6 @@ add_test(NAME ch09.unknown_link
          COMMAND ${CH09_EXPECT_FAILURE} "unknown link 'nvlink9' \\(known: nvlink4, pcie5, ib400\\)"
                  ${CH09} --link nvlink9)
 add_test(NAME ch09.unknown_flag COMMAND ${CH09_EXPECT_FAILURE} "not expected" ${CH09} --bogus)
-set_tests_properties(ch09.disaggregated_needs_two_ranks ch09.unknown_link ch09.unknown_flag
+set_tests_properties(ch09.disaggregated_needs_two_ranks ch09.tensor_parallel_needs_its_ranks
+                     ch09.unknown_link ch09.unknown_flag
                      PROPERTIES LABELS "${CH09_LABELS}")
