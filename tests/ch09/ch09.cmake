@@ -4,7 +4,8 @@
 # NCCL on a GPU (cuda build with NCCL): one rank, no MPI — what scripts/gpu_check.sh runs.
 if(TARGET nanoserve_nccl)
   add_executable(test_nccl "${CMAKE_CURRENT_SOURCE_DIR}/ch09/nccl/test_nccl.cpp")
-  target_link_libraries(test_nccl PRIVATE nanoserve_nccl GTest::gtest GTest::gtest_main)
+  target_link_libraries(test_nccl PRIVATE nanoserve_nccl nanoserve_engine GTest::gtest
+                        GTest::gtest_main)
   target_include_directories(test_nccl PRIVATE "${PROJECT_SOURCE_DIR}")
   nanoserve_project_flags(test_nccl)
   gtest_discover_tests(test_nccl WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}" DISCOVERY_MODE PRE_TEST
