@@ -262,11 +262,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--chunk", a.chunk, "colocated engines' token budget per pass (chunked prefill)")
       ->capture_default_str()->check(CLI::Range(16, 1 << 20));
-  app.add_flag("--disaggregated", a.disaggregated,
-               "run the hand-off for real (under mpirun -np 2 or more: rank 0 decodes)");
+  CLI::Option* disagg = app.add_flag("--disaggregated", a.disaggregated,
+      "run the hand-off for real (under mpirun -np 2 or more: rank 0 decodes)");
   app.add_option("--tensor-parallel", a.tensor_parallel,
                  "run the model split across N ranks for real (under mpirun -np N)")
-      ->check(CLI::Range(1, 64));
+      ->check(CLI::Range(1, 64))->excludes(disagg);
   app.add_option("--decode-blocks", a.real.decode_blocks, "--disaggregated: the decode pool")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   app.add_option("--json", a.json, "also write every row as JSON records to this path");

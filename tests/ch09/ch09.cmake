@@ -119,10 +119,14 @@ add_test(NAME ch09.tensor_parallel_needs_its_ranks
 add_test(NAME ch09.disaggregated_needs_two_ranks
          COMMAND ${CH09_EXPECT_FAILURE} "needs at least 2 ranks .*mpirun -np 2" ${CH09}
                  --disaggregated --model synthetic:tiny)
+add_test(NAME ch09.tensor_parallel_or_disaggregated
+         COMMAND ${CH09_EXPECT_FAILURE} "--disaggregated excludes --tensor-parallel" ${CH09}
+                 --tensor-parallel 1 --disaggregated)
 add_test(NAME ch09.unknown_link
          COMMAND ${CH09_EXPECT_FAILURE} "unknown link 'nvlink9' \\(known: nvlink4, pcie5, ib400\\)"
                  ${CH09} --link nvlink9)
 add_test(NAME ch09.unknown_flag COMMAND ${CH09_EXPECT_FAILURE} "not expected" ${CH09} --bogus)
 set_tests_properties(ch09.disaggregated_needs_two_ranks ch09.tensor_parallel_needs_its_ranks
+                     ch09.tensor_parallel_or_disaggregated
                      ch09.unknown_link ch09.unknown_flag
                      PROPERTIES LABELS "${CH09_LABELS}")
