@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/dist/mpi_communicator.h"
+#include "common/engine/serve/model_executor.h"
 #include "common/engine/model/tensor_parallel_group.h"
 #include "common/error.h"
 #include "common/loaders/model_loader.h"
@@ -105,6 +106,29 @@ TEST(Ch09TensorParallelRunner, OnlyRankZeroPlansAndOnlyOtherRanksFollow) {
   EXPECT_THROW(group.receive_plan(), std::logic_error);
   ModelRunner alone(device, RunnerOptions(8, 1));
   EXPECT_THROW(follow_plans(alone, cache), InvalidArgument);
+}
+
+// Swaps are copies the executor makes outside a pass: rank 0 would make them alone.
+TEST(Ch09TensorParallelRunner, AnExecutorWithAHostPoolIsRefused) {
+  const Model model = make_synthetic_model("tiny");
+  TensorParallelGroup group(one_rank(), model.config);
+  const Model shard = shard_model(model, group.shard());
+  const DeviceModel device(shard, DType::kF32);
+  ModelExecutorOptions options;
+  options.max_tokens_per_step = 8;
+  options.num_kv_blocks = 8;
+  options.block_size = 4;
+  options.num_host_blocks = 4;
+  options.tensor_parallel = &group;
+  try {
+    ModelExecutor executor(device, options);
+    ADD_FAILURE() << "accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("num_host_blocks = 4 under tensor parallelism"),
+              std::string::npos) << e.what();
+  }
+  options.num_host_blocks = 0;
+  EXPECT_NO_THROW(ModelExecutor(device, options));
 }
 
 }  // namespace
