@@ -20,6 +20,22 @@ inline constexpr Tolerance kFp32VsFp64{1e-6, 1e-5};
 /// the gap between the top two logits that greedy decoding depends on.
 inline constexpr Tolerance kFp32Forward{1e-4, 1e-3};
 
+/// \brief Logits of an fp32 forward pass under tensor parallelism (chapter 9,
+/// engine/model/tensor_parallel_group.h) against the whole model on one device. The ranks
+/// multiply exactly the same weights, but a row-parallel linear (Wo, W2) cuts each dot product
+/// of length K into N partial sums of K/N terms, and the all-reduce adds them — and the residual
+/// — in the communication library's order: ((x + p_0) + p_1) + … instead of x + (one sum of K
+/// terms). Each reordering moves an output by about sqrt(K) · 2^-24 of the magnitudes summed,
+/// as in kFp32Reorder, and 2L of them pile up through the layers like kFp32Forward's reordered
+/// sums. (The embedding all-reduce adds zeros and the logits all-gather copies: both exact.)
+/// Measured over 8 greedy steps (tests/ch09/mpi/test_tensor_parallel_mpi.cpp prints it):
+/// max |Δlogit| 2.5e-5 on stories260K at TP 2 and 1.7e-5 at TP 4 (logits up to ~20), 1.4e-6 on
+/// synthetic:tiny, 7e-7 on a multi-query shape. kFp32Forward's bound (1e-4 + 1e-3·|logit|) is
+/// 4× the worst of these where logits are near 0 and ~100× at stories260K's scale, while a
+/// residual added on every rank instead of once moved logits by up to 32 (tried: the tests
+/// fail). At N = 1 the logits are bitwise equal (tested).
+inline constexpr Tolerance kTensorParallelFp32 = kFp32Forward;
+
 /// \brief RoPE'd values against an fp64 rotation: the oracle (like llama2.c and Hugging Face)
 /// forms the angle `pos * freq` in fp32, so at position p it is off by up to ~p * 2^-24 rad —
 /// about 3e-5 at p = 500 for unit-size values; 1e-4 covers positions up to ~1000.

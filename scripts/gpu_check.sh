@@ -96,6 +96,25 @@ for t in "$bin"/test_*; do
   ((rc == 0)) || { status=1; grep -E '^\[  FAILED|Failure|error' "$out/$name.log" | head -n 20; }
 done
 
+# Tensor parallelism on the GPU (chapter 9). TP = 1 over NCCL runs above, inside test_nccl
+# (Ch09Nccl.TensorParallelAtOneRankGivesTheWholeModelsTokens: every collective of the scheme on
+# the runner's stream, the whole model's greedy tokens). TP = 2 needs Open MPI to start the
+# ranks: where mpirun and test_ch09_mpi's libraries are present, two ranks share the GPU(s) and
+# their collectives go through MPI (host-staged in the cuda build, not NCCL). Prepared, not yet
+# run on a GPU machine (none had MPI so far).
+if ((dry == 0)) && command -v mpirun >/dev/null 2>&1 && [[ -x "$bin/test_ch09_mpi" ]] &&
+   ! ldd "$bin/test_ch09_mpi" 2>/dev/null | grep -q 'not found'; then
+  step "tensor parallelism TP = 2 under mpirun on the GPU (MPI transport)"
+  timeout 120 mpirun --oversubscribe --allow-run-as-root --bind-to none -np 2 \
+    "$bin/test_ch09_mpi" --gtest_brief=1 --gtest_filter='Ch09TensorParallelMpi.*' \
+    > "$out/tensor_parallel_np2.log" 2>&1
+  rc=$?
+  echo "test_ch09_mpi (TP 2): exit $rc"; grep -E '^\[ tp|FAILED' "$out/tensor_parallel_np2.log" | head -n 10
+  ((rc == 0)) || status=1
+else
+  echo "tensor parallelism TP = 2: skipped (needs a GPU, mpirun and test_ch09_mpi's libraries)"
+fi
+
 if ((dry == 0)) && command -v compute-sanitizer >/dev/null 2>&1 && [[ -x "$bin/test_kernels" ]]; then
   # Sanitizers slow kernels by 10-100x: run the kernel tests on their smaller cases.
   for tool in memcheck racecheck; do

@@ -3,6 +3,7 @@
 //   ch09_distributed --tour                       the modeled comparison (one process)
 //   ch09_distributed --cost-device h100 --link ib400 --rate 4
 //   mpirun -np 2 ch09_distributed --disaggregated --model stories260K.bin
+//   mpirun -np 2 ch09_distributed --tensor-parallel 2 --model stories260K.bin
 //
 // Without mpirun: what moving KV and all-reducing activations cost on each link, then a
 // long-prompt, long-output workload served colocated (chunked prefill, one engine per GPU) and
@@ -10,6 +11,8 @@
 // latency, counts from the engine's schedulers in virtual time, times from the roofline model.
 // Under mpirun with --disaggregated: the same protocol for real on the model, rank 0 decoding,
 // the others prefilling, over MPI (or NCCL on GPUs); tokens compared with the colocated engine.
+// With --tensor-parallel N (under mpirun -np N): the model split across the N ranks, Megatron's
+// way; rank 0 schedules and broadcasts each pass; tokens compared with the whole model's.
 // README.md is the tutorial that walks through this file.
 #include <CLI/CLI.hpp>
 
@@ -20,6 +23,7 @@
 
 #include "chapters/ch09_distributed/modeled_disagg.h"
 #include "chapters/ch09_distributed/real_disagg.h"
+#include "chapters/ch09_distributed/real_tensor_parallel.h"
 #include "common/cli/cost_device.h"
 #include "common/cli/program.h"
 #include "common/dist/mpi_communicator.h"
@@ -42,6 +46,7 @@ struct Args {
   int num_prefill = 1;
   int chunk = 512;
   bool disaggregated = false;
+  int tensor_parallel = 0;  // 0: no tensor-parallel run
   RealRunOptions real;
   bool tour = false;
   std::string json;
@@ -165,7 +170,35 @@ void print_real(const RealRunResult& r, const dist::Communicator& comm, const st
                                {"tokens_equal", r.tokens_equal}});
 }
 
+// Every rank: the tensor-parallel run; rank 0 prints. A failure on one rank ends them all.
+int run_tensor_parallel(const Args& a) {
+  dist::MpiCommunicator comm;
+  try {
+    if (comm.size() != a.tensor_parallel) {
+      throw InvalidArgument("--tensor-parallel " + std::to_string(a.tensor_parallel) +
+                            " needs as many ranks: mpirun -np " +
+                            std::to_string(a.tensor_parallel) + " (this run has " +
+                            std::to_string(comm.size()) + ")");
+    }
+    const ModelBundle b = load_model_bundle(a.model);
+    const TensorParallelRunResult r = run_real_tensor_parallel(b.model, comm, a.real);
+    if (!r.is_rank0) return 0;
+    nlohmann::json report = make_report("ch09_distributed --tensor-parallel", "kernels",
+                                        engine::device_name());
+    const std::string name = b.model.config.name.substr(b.model.config.name.find_last_of('/') + 1);
+    print_tensor_parallel(r, b.model.config, comm, name, report);
+    if (!a.json.empty()) write_json(a.json, report);
+    return r.tokens_equal == r.num_requests ? 0 : 1;
+  } catch (const std::exception& e) {
+    if (comm.size() == 1) throw;  // one rank: the usual one-line error
+    std::fprintf(stderr, "ch09_distributed: rank %d: error: %s\n", comm.rank(), e.what());
+    std::fflush(stderr);
+    comm.abort(1);
+  }
+}
+
 int run(const Args& a) {
+  if (a.tensor_parallel > 0) return run_tensor_parallel(a);
   if (a.disaggregated) {
     dist::MpiCommunicator comm;
     try {
@@ -194,6 +227,8 @@ int run(const Args& a) {
   print_comparison(s, a, device, report);
   std::printf("\nThe hand-off for real (the model, its KV moved by MPI between processes):\n"
               "  mpirun -np 2 ch09_distributed --disaggregated --model %s\n", a.model.c_str());
+  std::printf("The model split across ranks for real (tensor parallelism, TP 2):\n"
+              "  mpirun -np 2 ch09_distributed --tensor-parallel 2 --model %s\n", a.model.c_str());
   if (!a.json.empty()) write_json(a.json, report);
   return 0;
 }
@@ -227,8 +262,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--chunk", a.chunk, "colocated engines' token budget per pass (chunked prefill)")
       ->capture_default_str()->check(CLI::Range(16, 1 << 20));
-  app.add_flag("--disaggregated", a.disaggregated,
-               "run the hand-off for real (under mpirun -np 2 or more: rank 0 decodes)");
+  CLI::Option* disagg = app.add_flag("--disaggregated", a.disaggregated,
+      "run the hand-off for real (under mpirun -np 2 or more: rank 0 decodes)");
+  app.add_option("--tensor-parallel", a.tensor_parallel,
+                 "run the model split across N ranks for real (under mpirun -np N)")
+      ->check(CLI::Range(1, 64))->excludes(disagg);
   app.add_option("--decode-blocks", a.real.decode_blocks, "--disaggregated: the decode pool")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   app.add_option("--json", a.json, "also write every row as JSON records to this path");

@@ -10,7 +10,19 @@ namespace nanoserve::ch09 {
 
 namespace {
 
-std::vector<engine::Request> small_workload(const RealRunOptions& o, int vocab) {
+engine::SchedulerConfig role(const RealRunOptions& o, int blocks) {
+  engine::SchedulerConfig c;
+  c.block_size = o.block_size;
+  c.max_model_len = o.max_model_len;
+  c.num_kv_blocks = blocks;
+  c.max_num_batched_tokens = 64;
+  c.max_num_seqs = 8;
+  return c;
+}
+
+}  // namespace
+
+std::vector<engine::Request> real_workload(const RealRunOptions& o, int vocab) {
   harness::WorkloadSpec spec;
   spec.num_requests = o.num_requests;
   spec.rate = std::numeric_limits<double>::infinity();
@@ -29,21 +41,9 @@ std::vector<engine::Request> small_workload(const RealRunOptions& o, int vocab) 
   return requests;
 }
 
-engine::SchedulerConfig role(const RealRunOptions& o, int blocks) {
-  engine::SchedulerConfig c;
-  c.block_size = o.block_size;
-  c.max_model_len = o.max_model_len;
-  c.num_kv_blocks = blocks;
-  c.max_num_batched_tokens = 64;
-  c.max_num_seqs = 8;
-  return c;
-}
-
-}  // namespace
-
 RealRunResult run_real_disaggregated(const engine::DeviceModel& model, dist::Communicator& comm,
                                      const RealRunOptions& o) {
-  const std::vector<engine::Request> workload = small_workload(o, model.config().vocab_size);
+  const std::vector<engine::Request> workload = real_workload(o, model.config().vocab_size);
   engine::DisaggConfig config;
   config.prefill = role(o, o.prefill_blocks);
   config.decode = role(o, o.decode_blocks);

@@ -7,6 +7,7 @@
 /// with one colocated engine and compares every request's tokens.
 
 #include <string>
+#include <vector>
 
 #include "common/dist/communicator.h"
 #include "common/engine/disagg/disaggregated.h"
@@ -26,6 +27,11 @@ struct RealRunOptions {
   int decode_blocks = 20;   ///< the decode instance's pool (a few requests at a time)
   std::uint64_t seed = 5;   ///< keys the workload
 };
+
+/// \brief The real runs' workload: `o.num_requests` requests arriving together, long-tailed
+/// prompts (BOS first) up to `o.max_prompt`, outputs of 2 to `o.max_output` tokens, even ids
+/// greedy and odd ids sampled at temperature 0.9.
+std::vector<engine::Request> real_workload(const RealRunOptions& o, int vocab);
 
 /// \brief What the run did, summed over the ranks (on every rank).
 struct RealRunResult {

@@ -158,8 +158,9 @@ class Communicator {
 
   /// \brief Seconds a blocking call waits before it throws `CommError`.
   double timeout_s() const { return timeout_s_; }
-  /// \brief Sets the watchdog's time (> 0).
-  void set_timeout_s(double seconds) {
+  /// \brief Sets the watchdog's time (> 0; infinity: no limit). An implementation whose
+  /// control plane is another communicator sets that one's too.
+  virtual void set_timeout_s(double seconds) {
     if (!(seconds > 0)) throw InvalidArgument("Communicator: timeout_s must be > 0");
     timeout_s_ = seconds;
   }

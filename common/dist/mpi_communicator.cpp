@@ -11,8 +11,13 @@ namespace nanoserve::dist {
 
 namespace {
 
-int g_users = 0;             // live MpiCommunicators
-bool g_we_initialized = false;  // whether MPI_Finalize is ours to call
+// MPI cannot be initialized twice in a process: it is finalized at exit, not when a
+// communicator goes, if we initialized it.
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
 
 std::string mpi_error_text(int rc) {
   char text[MPI_MAX_ERROR_STRING];
@@ -170,10 +175,11 @@ MpiCommunicator::MpiCommunicator() : state_(std::make_unique<State>()) {
   check(MPI_Initialized(&initialized), "MPI_Initialized");
   if (!initialized) {
     int provided = 0;
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
-    g_we_initialized = true;
+    // Serialized: a server's engine thread (not the main one) runs the passes, one thread at
+    // a time.
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+    std::atexit(finalize_at_exit);
   }
-  ++g_users;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   check(MPI_Comm_dup(MPI_COMM_WORLD, &state_->comm), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(state_->comm, MPI_ERRORS_RETURN);
@@ -205,7 +211,6 @@ MpiCommunicator::~MpiCommunicator() {
     }
     MPI_Type_free(&state_->half_type);
     MPI_Comm_free(&state_->comm);
-    if (--g_users == 0 && g_we_initialized) MPI_Finalize();
   }
 }
 

@@ -29,8 +29,8 @@ namespace nanoserve::dist {
 /// \snippet tests/ch09/test_examples_dist.cpp Communicator
 class MpiCommunicator final : public Communicator {
  public:
-  /// \brief Initializes MPI if nobody did (it is finalized when the last `MpiCommunicator`
-  /// goes) and duplicates `MPI_COMM_WORLD`. A program not started by `mpirun` runs as one
+  /// \brief Initializes MPI if nobody did (it is finalized when the process exits, so that
+  /// communicators may come and go) and duplicates `MPI_COMM_WORLD`. A program not started by `mpirun` runs as one
   /// rank (MPI's singleton mode). The watchdog's time is `$NANOSERVE_COMM_TIMEOUT_S` when set,
   /// else 300 s. Throws `CommError` when MPI cannot start.
   MpiCommunicator();

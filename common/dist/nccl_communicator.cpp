@@ -222,6 +222,11 @@ void NcclCommunicator::barrier() {
   if (bootstrap_ != nullptr) bootstrap_->barrier();
 }
 
+void NcclCommunicator::set_timeout_s(double seconds) {
+  Communicator::set_timeout_s(seconds);
+  if (bootstrap_ != nullptr) bootstrap_->set_timeout_s(seconds);
+}
+
 void NcclCommunicator::abort(int code) {
   if (state_->comm != nullptr && !state_->aborted) ncclCommAbort(state_->comm);
   state_->aborted = true;

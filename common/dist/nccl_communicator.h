@@ -61,6 +61,8 @@ class NcclCommunicator final : public Communicator {
   void broadcast_bytes(std::vector<std::uint8_t>& bytes, int root) override;
   void barrier() override;
   [[noreturn]] void abort(int code) override;
+  /// \brief Sets this watchdog's time and the bootstrap's (the control plane runs there).
+  void set_timeout_s(double seconds) override;
   /// @}
 
   /// \brief The NCCL handles, defined in the .cpp (no nccl.h for the users of this header).

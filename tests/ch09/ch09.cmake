@@ -4,7 +4,8 @@
 # NCCL on a GPU (cuda build with NCCL): one rank, no MPI — what scripts/gpu_check.sh runs.
 if(TARGET nanoserve_nccl)
   add_executable(test_nccl "${CMAKE_CURRENT_SOURCE_DIR}/ch09/nccl/test_nccl.cpp")
-  target_link_libraries(test_nccl PRIVATE nanoserve_nccl GTest::gtest GTest::gtest_main)
+  target_link_libraries(test_nccl PRIVATE nanoserve_nccl nanoserve_engine GTest::gtest
+                        GTest::gtest_main)
   target_include_directories(test_nccl PRIVATE "${PROJECT_SOURCE_DIR}")
   nanoserve_project_flags(test_nccl)
   gtest_discover_tests(test_nccl WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}" DISCOVERY_MODE PRE_TEST
@@ -102,13 +103,30 @@ if(NOT NANOSERVE_BACKEND STREQUAL "cuda")
                    --model synthetic:tiny)
   set_tests_properties(ch09.disaggregated_np2 PROPERTIES LABELS "${CH09_LABELS};mpi" TIMEOUT 120
                        PROCESSORS 2)
+  # Tensor parallelism for real: the tiny model split across 2 ranks, rank 0 scheduling, every
+  # request's tokens compared with the whole model's on one device (TP 4: ch09.mpi_np4).
+  add_test(NAME ch09.tensor_parallel_np2
+           COMMAND ${NS_SMOKE_RUN} --expect "tokens equal to the single-process engine's: 6 of 6"
+                   --expect "rank 0 holds 4 of 8 q heads, 2 of 4 kv heads"
+                   -- ${NS_MPIRUN} ${MPIEXEC_NUMPROC_FLAG} 2 ${CH09} --tensor-parallel 2
+                   --model synthetic:tiny)
+  set_tests_properties(ch09.tensor_parallel_np2 PROPERTIES LABELS "${CH09_LABELS};mpi" TIMEOUT 120
+                       PROCESSORS 2)
 endif()
+add_test(NAME ch09.tensor_parallel_needs_its_ranks
+         COMMAND ${CH09_EXPECT_FAILURE} "--tensor-parallel 2 needs as many ranks: mpirun -np 2"
+                 ${CH09} --tensor-parallel 2 --model synthetic:tiny)
 add_test(NAME ch09.disaggregated_needs_two_ranks
          COMMAND ${CH09_EXPECT_FAILURE} "needs at least 2 ranks .*mpirun -np 2" ${CH09}
                  --disaggregated --model synthetic:tiny)
+add_test(NAME ch09.tensor_parallel_or_disaggregated
+         COMMAND ${CH09_EXPECT_FAILURE} "--disaggregated excludes --tensor-parallel" ${CH09}
+                 --tensor-parallel 1 --disaggregated)
 add_test(NAME ch09.unknown_link
          COMMAND ${CH09_EXPECT_FAILURE} "unknown link 'nvlink9' \\(known: nvlink4, pcie5, ib400\\)"
                  ${CH09} --link nvlink9)
 add_test(NAME ch09.unknown_flag COMMAND ${CH09_EXPECT_FAILURE} "not expected" ${CH09} --bogus)
-set_tests_properties(ch09.disaggregated_needs_two_ranks ch09.unknown_link ch09.unknown_flag
+set_tests_properties(ch09.disaggregated_needs_two_ranks ch09.tensor_parallel_needs_its_ranks
+                     ch09.tensor_parallel_or_disaggregated
+                     ch09.unknown_link ch09.unknown_flag
                      PROPERTIES LABELS "${CH09_LABELS}")

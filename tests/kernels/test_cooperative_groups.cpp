@@ -165,6 +165,21 @@ TEST_F(SymbolsAndPitchedCopies, Memcpy2DCopiesRowsBetweenPitches) {
   EXPECT_EQ(dev.to_host()[4], 0.0f);  // the padding column is untouched
 }
 
+TEST_F(SymbolsAndPitchedCopies, Memcpy2DAsyncCopiesColumnsOfOneArrayIntoAnother) {
+  // What tensor parallelism's logits gather does: a (2, 3) block with a pitch of 3 floats into
+  // columns 2..4 of a (2, 6) array, on a stream.
+  testing::DeviceBuffer<float> part(std::vector<float>{1, 2, 3, 4, 5, 6});
+  testing::DeviceBuffer<float> whole(12);
+  CUDA_CHECK(cudaMemset(whole.get(), 0, 12 * sizeof(float)));
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreate(&stream));
+  CUDA_CHECK(cudaMemcpy2DAsync(whole.get() + 2, 6 * sizeof(float), part.get(), 3 * sizeof(float),
+                               3 * sizeof(float), 2, cudaMemcpyDeviceToDevice, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  EXPECT_EQ(whole.to_host(), (std::vector<float>{0, 0, 1, 2, 3, 0, 0, 0, 4, 5, 6, 0}));
+}
+
 #if !NANOSERVE_REAL_CUDA
 TEST_F(SymbolsAndPitchedCopies, Memcpy2DWidthBeyondAPitchIsAnError) {
   testing::DeviceBuffer<float> dev(16);
@@ -172,6 +187,9 @@ TEST_F(SymbolsAndPitchedCopies, Memcpy2DWidthBeyondAPitchIsAnError) {
   EXPECT_EQ(cudaMemcpy2D(dev.get(), 8, host.data(), 16, 12, 2, cudaMemcpyHostToDevice),
             cudaErrorInvalidPitchValue);
   EXPECT_NE(cuda_error_text(cudaGetLastError()).find("exceeds a pitch"), std::string::npos);
+  EXPECT_EQ(cudaMemcpy2DAsync(dev.get(), 8, host.data(), 16, 12, 2, cudaMemcpyHostToDevice, 0),
+            cudaErrorInvalidPitchValue);
+  cudaGetLastError();
 }
 
 TEST_F(SymbolsAndPitchedCopies, Memcpy2DRowPastTheAllocationIsAnError) {

@@ -94,7 +94,7 @@ std::vector<float> NaiveDecoder::forward(const std::vector<int>& tokens, int sta
   return run_chunked(*runner_, *cache_, region_, history_, 0, LogitRows::kLast);
 }
 
-int NaiveDecoder::vocab_size() const { return runner_->model().config().vocab_size; }
+int NaiveDecoder::vocab_size() const { return runner_->vocab_size(); }
 
 std::string NaiveDecoder::device_name() const {
   return engine::device_name() + " · kernels, " + runner_->model().weight_format() +

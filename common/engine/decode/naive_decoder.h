@@ -64,7 +64,7 @@ class NaiveDecoder final : public Decoder {
   /// runner's `max_tokens_per_step` run in several chunks. Throws `InvalidArgument` when the
   /// positions do not fit the cache (`max_seq_len`) or leave a gap after the cached prefix.
   std::vector<float> forward(const std::vector<int>& tokens, int start_pos) override;
-  /// \brief The model's vocabulary size.
+  /// \brief The vocabulary size (the runner's logits).
   int vocab_size() const override;
   /// \brief Positions the cache region holds.
   int max_seq_len() const override { return cache_->max_seq_len(); }

@@ -144,7 +144,7 @@ std::vector<float> PagedDecoder::run(const std::vector<int>& tokens, int start_p
   return logits;
 }
 
-int PagedDecoder::vocab_size() const { return runner_->model().config().vocab_size; }
+int PagedDecoder::vocab_size() const { return runner_->vocab_size(); }
 
 std::string PagedDecoder::name() const {
   return label_.empty() ? runner_->model().config().name : label_;

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <string>
 
+#include "common/engine/model/tensor_parallel_group.h"
 #include "common/error.h"
 #include "common/rope_frequencies.h"
 #include "kernels/embedding.h"
@@ -82,11 +83,22 @@ cudaStream_t new_stream() {
   return s;
 }
 
-RunnerOptions checked(const RunnerOptions& o) {
+RunnerOptions checked(const DeviceModel& model, RunnerOptions o) {
   if (o.max_tokens_per_step < 1 || o.max_logit_rows < 1) {
     throw InvalidArgument("ModelRunner: max_tokens_per_step = " +
                           std::to_string(o.max_tokens_per_step) + " and max_logit_rows = " +
                           std::to_string(o.max_logit_rows) + " must both be >= 1");
+  }
+  if (const TensorParallelGroup* tp = o.tensor_parallel) {
+    const ModelConfig& c = model.config();
+    const TensorParallelShard& s = tp->shard();
+    if (c.n_heads != s.q_heads || c.n_kv_heads != s.kv_heads || c.hidden_dim != s.hidden ||
+        c.vocab_size != s.vocab + 1) {
+      throw InvalidArgument("ModelRunner: model '" + c.name + "' is not the shard of rank " +
+                            std::to_string(s.rank) + " of " + std::to_string(s.size) +
+                            " (shard_model makes it)");
+    }
+    o.cuda_graphs = false;  // MPI's collectives cannot be captured in a graph
   }
   return o;
 }
@@ -100,11 +112,11 @@ std::vector<int> graph_buckets(const RunnerOptions& o) {
 
 ModelRunner::ModelRunner(const DeviceModel& model, RunnerOptions options, cudaStream_t stream)
     : model_(model),
-      options_(checked(options)),
+      options_(checked(model, options)),
       own_stream_(stream == nullptr ? new_stream() : nullptr),
       stream_(stream == nullptr ? own_stream_.get() : stream),
       act_(options.activation_dtype.value_or(model.dtype())),
-      graphs_(engine::graph_buckets(options)) {
+      graphs_(engine::graph_buckets(options_)) {
   const ModelConfig& c = model.config();
   const int t = options.max_tokens_per_step;
   x_ = act_rows(t, c.dim, act_);
@@ -116,8 +128,17 @@ ModelRunner::ModelRunner(const DeviceModel& model, RunnerOptions options, cudaSt
   for (int l = 0; l < c.n_layers; ++l) {
     if (!model.layer(l).w13 && up_.size() == 0) up_ = act_rows(t, c.hidden_dim, act_);
   }
-  logits_ = rows_of<float>(options.max_logit_rows, c.vocab_size);
+  logits_ = rows_of<float>(options.max_logit_rows, vocab_size());
+  if (const TensorParallelGroup* tp = options_.tensor_parallel) {
+    shard_logits_ = rows_of<float>(options.max_logit_rows, c.vocab_size);
+    gathered_logits_ = rows_of<float>(tp->size() * options.max_logit_rows, tp->gather_width());
+  }
   inv_freq_ = rope_frequencies(c);
+}
+
+int ModelRunner::vocab_size() const {
+  return options_.tensor_parallel != nullptr ? options_.tensor_parallel->vocab_size()
+                                             : model_.config().vocab_size;
 }
 
 std::int64_t ModelRunner::activation_bytes() const {
@@ -125,7 +146,8 @@ std::int64_t ModelRunner::activation_bytes() const {
   for (const DeviceBuffer<std::byte>* b : {&x_, &xn_, &qkv_, &q_, &att_, &h_, &up_}) {
     total += static_cast<std::int64_t>(b->bytes());
   }
-  return total + static_cast<std::int64_t>(logits_.bytes());
+  return total + static_cast<std::int64_t>(logits_.bytes() + shard_logits_.bytes() +
+                                            gathered_logits_.bytes());
 }
 
 StepCounters ModelRunner::counters() const {
@@ -159,8 +181,7 @@ void ModelRunner::check_layout(const DeviceKVCache& attention) const {
 
 std::vector<float> ModelRunner::forward(const ForwardBatch& batch, DeviceKVCache& attention) {
   forward_on_device(batch, attention);
-  const std::size_t n =
-      batch.logit_rows.size() * static_cast<std::size_t>(model_.config().vocab_size);
+  const std::size_t n = batch.logit_rows.size() * static_cast<std::size_t>(vocab_size());
   std::vector<float> logits(n);
   if (n > 0) {
     CUDA_CHECK(cudaMemcpyAsync(logits.data(), logits_.get(), n * sizeof(float),
@@ -172,8 +193,8 @@ std::vector<float> ModelRunner::forward(const ForwardBatch& batch, DeviceKVCache
 
 void ModelRunner::forward_on_device(const ForwardBatch& batch, DeviceKVCache& attention,
                                     const std::function<void(StepStaging&)>& stage_more) {
-  const ModelConfig& c = model_.config();
-  batch.validate(c.vocab_size);
+  TensorParallelGroup* tp = options_.tensor_parallel;
+  batch.validate(vocab_size());
   check_layout(attention);
   const int T = batch.rows();
   if (T > options_.max_tokens_per_step) {
@@ -199,7 +220,11 @@ void ModelRunner::forward_on_device(const ForwardBatch& batch, DeviceKVCache& at
   positions_at_ = staging_.add<int>(std::size_t(rows));
   int* tokens = staging_.host<int>(tokens_at_);
   int* positions = staging_.host<int>(positions_at_);
-  std::copy(batch.tokens.begin(), batch.tokens.end(), tokens);
+  if (tp != nullptr) {  // each rank's embedding holds a slice: ids of the slice, or its zero row
+    for (int i = 0; i < T; ++i) tokens[i] = tp->shard().local_token(batch.tokens[std::size_t(i)]);
+  } else {
+    std::copy(batch.tokens.begin(), batch.tokens.end(), tokens);
+  }
   std::fill(tokens + T, tokens + rows, 0);
   int r = 0;
   for (const SequenceChunk& chunk : batch.chunks) {
@@ -207,6 +232,8 @@ void ModelRunner::forward_on_device(const ForwardBatch& batch, DeviceKVCache& at
   }
   std::fill(positions + T, positions + rows, 0);
   if (stage_more) stage_more(staging_);
+  // Every check passed: the other ranks of a tensor-parallel group run the same pass.
+  if (tp != nullptr && tp->rank() == 0) tp->send_plan(batch);
   staging_.upload(stream_);
   attention.before_pass(stream_);
 
@@ -238,6 +265,16 @@ void ModelRunner::launch_pass(int T, const std::vector<int>& logit_rows, DeviceK
       final_logits<A, W>(logit_rows);
     });
   });
+  // Under tensor parallelism, wait for the pass with the communicator's watchdog: a peer that
+  // died or hangs is an error here, not a hang later.
+  if (options_.tensor_parallel != nullptr) options_.tensor_parallel->comm().synchronize(stream_);
+}
+
+template <typename A>
+void ModelRunner::all_reduce_residual(A* x, int T) {
+  if (TensorParallelGroup* tp = options_.tensor_parallel) {
+    tp->all_reduce(x, std::int64_t(T) * model_.config().dim, dtype_of<A>(), stream_);
+  }
 }
 
 template <typename A, typename W>
@@ -256,6 +293,11 @@ void ModelRunner::run_layers(int T, DeviceKVCache& attention) {
   const int* positions = staging_.device<int>(positions_at_);  // (T)
   launch_embedding<W, A>(model_.token_embedding().data<W>(), c.vocab_size, c.dim, tokens, T, x,
                          nullptr, stream_);
+  all_reduce_residual(x, T);  // tensor parallelism: one rank's row + zeros from the others
+  // A row-parallel linear's epilogue: x += … (or, on ranks > 0 of a group, x = its part).
+  const Epilogue residual = options_.tensor_parallel != nullptr
+                                ? options_.tensor_parallel->row_parallel_epilogue()
+                                : Epilogue::kAccumulate;
   for (int l = 0; l < c.n_layers; ++l) {
     const DeviceLayer& w = model_.layer(l);
     // Attention block.
@@ -272,11 +314,13 @@ void ModelRunner::run_layers(int T, DeviceKVCache& attention) {
                                   stream_);
     });
     attention.attend(l, q, att, kAct, stream_);
-    w.wo->apply(att, kAct, x, kAct, T, stream_, Epilogue::kAccumulate);  // x += a Woᵀ
+    w.wo->apply(att, kAct, x, kAct, T, stream_, residual);  // x += a Woᵀ
+    all_reduce_residual(x, T);
     // Feed-forward block (SwiGLU).
     launch_rmsnorm<W, A>(x, w.ffn_norm.data<W>(), T, c.dim, c.norm_eps, xn, stream_);
     gated_mlp(w, c.hidden_dim, xn, h, up, T, stream_);                // h = silu(xn W1ᵀ) ⊙ xn W3ᵀ
-    w.w2->apply(h, kAct, x, kAct, T, stream_, Epilogue::kAccumulate);  // x += h W2ᵀ
+    w.w2->apply(h, kAct, x, kAct, T, stream_, residual);  // x += h W2ᵀ
+    all_reduce_residual(x, T);
   }
 }
 
@@ -299,8 +343,11 @@ void ModelRunner::final_logits(const std::vector<int>& rows) {
                          stream_);
     i = j;
   }
-  model_.classifier().apply(xn, dtype_of<A>(), logits_.get(), DType::kF32,
-                            static_cast<int>(rows.size()), stream_, Epilogue::kStore);
+  const int n = static_cast<int>(rows.size());
+  TensorParallelGroup* tp = options_.tensor_parallel;
+  float* out = tp != nullptr ? shard_logits_.get() : logits_.get();
+  model_.classifier().apply(xn, dtype_of<A>(), out, DType::kF32, n, stream_, Epilogue::kStore);
+  if (tp != nullptr) tp->gather_logits(out, gathered_logits_.get(), n, logits_.get(), stream_);
 }
 
 }  // namespace nanoserve::engine

@@ -57,6 +57,8 @@
 
 namespace nanoserve::engine {
 
+class TensorParallelGroup;
+
 /// \brief Sizes of a runner's preallocated buffers, and its activation type.
 ///
 /// \par Example
@@ -81,6 +83,12 @@ struct RunnerOptions {
   /// that chapters 1 and 2 show the launches; the serving engine (`ModelExecutorOptions`) and
   /// the programs turn it on (`--no-cuda-graphs` to compare).
   bool cuda_graphs = false;
+  /// Tensor parallelism (chapter 9): the group this rank belongs to, whose shard the runner's
+  /// model is (`shard_model`); it must outlive the runner. The runner then adds the group's
+  /// collectives to every pass, returns the whole model's logits, and on rank 0 broadcasts
+  /// each pass's plan (`TensorParallelGroup`). Null: one device, no collectives. With a group,
+  /// passes are never replayed from graphs (`cuda_graphs` is ignored).
+  TensorParallelGroup* tensor_parallel = nullptr;
 };
 
 /// \brief The batch sizes whose decode passes a runner with `options` replays from graphs:
@@ -101,11 +109,13 @@ class ModelRunner {
   ModelRunner(const DeviceModel& model, RunnerOptions options = {}, cudaStream_t stream = 0);
 
   /// \brief Runs `batch` with keys and values through `attention`; returns the logits of
-  /// `batch.logit_rows`, (rows, vocab) row-major, copied to the host (which synchronizes).
-  /// Throws `InvalidArgument` — before any kernel runs — for a batch that fails
+  /// `batch.logit_rows`, (rows, vocab_size()) row-major, copied to the host (which
+  /// synchronizes). Throws `InvalidArgument` — before any kernel runs — for a batch that fails
   /// `ForwardBatch::validate`, has more rows than `max_tokens_per_step` or more logit rows than
   /// `max_logit_rows`, or that `attention` refuses; and for a cache whose layout does not fit
-  /// the model.
+  /// the model. Under tensor parallelism every rank runs the same batch (rank 0 broadcasts it
+  /// once it is accepted; `follow_plans` runs it on the others), and a peer that fails makes
+  /// it throw `dist::CommError`.
   std::vector<float> forward(const ForwardBatch& batch, DeviceKVCache& attention);
   /// \brief `forward` without the download: the logits stay in `device_logits()` for a device
   /// sampler, and nothing synchronizes (the pass is queued on `stream()`). `stage_more`, when
@@ -116,8 +126,12 @@ class ModelRunner {
   void forward_on_device(const ForwardBatch& batch, DeviceKVCache& attention,
                          const std::function<void(StepStaging&)>& stage_more = {});
 
-  /// \brief The device logits of the last pass, (logit rows, vocab) fp32 (for device sampling).
+  /// \brief The device logits of the last pass, (logit rows, vocab_size()) fp32 (for device
+  /// sampling).
   const float* device_logits() const { return logits_.get(); }
+  /// \brief Width of the logits: the model's vocabulary, or under tensor parallelism the whole
+  /// model's (the shard holds a slice).
+  int vocab_size() const;
   /// \brief The storage type of the activations (options' activation_dtype, or the model's).
   DType activation_dtype() const { return act_; }
   /// \brief The model it runs.
@@ -143,6 +157,9 @@ class ModelRunner {
   void run_layers(int T, DeviceKVCache& attention);
   template <typename A, typename W>
   void final_logits(const std::vector<int>& rows);
+  // Tensor parallelism: sums x over the ranks after a row-parallel step (no-op without).
+  template <typename A>
+  void all_reduce_residual(A* x, int T);
   template <typename A>
   A* as(DeviceBuffer<std::byte>& b) {
     return reinterpret_cast<A*>(b.get());
@@ -171,7 +188,11 @@ class ModelRunner {
   DeviceBuffer<std::byte> att_;       // (Tmax, q_dim) attention output
   DeviceBuffer<std::byte> h_;         // (Tmax, hidden_dim) silu(W1 x) ⊙ W3 x
   DeviceBuffer<std::byte> up_;        // (Tmax, hidden_dim) W3 x: only for unstacked w1, w3
-  DeviceBuffer<float> logits_;        // (max_logit_rows, vocab) always fp32
+  DeviceBuffer<float> logits_;        // (max_logit_rows, vocab_size()) always fp32
+  // Tensor parallelism only: this rank's logits (max_logit_rows, shard vocab + 1) and the
+  // all-gather's scratch (size × max_logit_rows × gather_width).
+  DeviceBuffer<float> shard_logits_;
+  DeviceBuffer<float> gathered_logits_;
   std::vector<float> inv_freq_;      // (head_dim / 2) RoPE frequencies, rope_scaling applied
 };
 

@@ -79,13 +79,15 @@ Model shard_model(const Model& m, const TensorParallelShard& s) {
   out.config.n_kv_heads = s.kv_heads;
   out.config.hidden_dim = s.hidden;
   out.config.vocab_size = s.vocab + 1;  // + the zero row of tokens outside the slice
-  out.config.tied_classifier = false;
   out.source = m.source;
-  // Embedding and classifier: the slice's rows, then one zero row.
+  // Embedding and classifier: the slice's rows, then one zero row. A tied classifier stays
+  // tied: its slice is the embedding's slice, zero row included (a logit of 0, never read).
   out.token_embedding = rows_of(m.token_embedding, d, s.vocab_begin, s.vocab);
   out.token_embedding.resize(out.token_embedding.size() + std::size_t(d), 0.0f);
-  out.classifier = rows_of(m.classifier_weights(), d, s.vocab_begin, s.vocab);
-  out.classifier.resize(out.classifier.size() + std::size_t(d), 0.0f);
+  if (!c.tied_classifier) {
+    out.classifier = rows_of(m.classifier, d, s.vocab_begin, s.vocab);
+    out.classifier.resize(out.classifier.size() + std::size_t(d), 0.0f);
+  }
   out.final_norm = m.final_norm;
   const int q0 = s.q_head_begin * hd, nq = s.q_heads * hd;
   const int k0 = s.kv_head_begin * hd, nk = s.kv_heads * hd;

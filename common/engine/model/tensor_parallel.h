@@ -16,9 +16,9 @@
 ///     norms:     replicated (every rank holds the whole residual stream)
 ///
 /// The shard is itself a Llama model (same dim and head_dim, H/N heads, F/N hidden, V/N + 1
-/// vocabulary rows — the last a zero row for tokens outside the slice — and an untied
-/// classifier), so the device model, the KV cache (its kv heads only) and every kernel run it
-/// unchanged; only the runner adds the collectives.
+/// vocabulary rows — the last a zero row for tokens outside the slice — and the classifier
+/// tied when the model's is), so the device model, the KV cache (its kv heads only) and every
+/// kernel run it unchanged; only the runner adds the collectives (`TensorParallelGroup`).
 
 #include <string>
 
@@ -56,7 +56,8 @@ struct TensorParallelShard {
 };
 
 /// \brief `model`'s shard for `shard` as a model of its own (see the file comment); its name
-/// ends with " [tp r/N]". Throws `InvalidArgument` when the shard does not belong to `model`.
+/// ends with " [tp r/N]"; its classifier is tied when `model`'s is. Throws `InvalidArgument`
+/// when the shard does not belong to `model`.
 Model shard_model(const Model& model, const TensorParallelShard& shard);
 
 }  // namespace nanoserve::engine

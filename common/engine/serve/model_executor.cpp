@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/engine/model/device_info.h"
+#include "common/engine/model/tensor_parallel_group.h"
 #include "common/engine/serve/scheduler.h"
 #include "common/engine/serve/static_batcher.h"
 #include "common/error.h"
@@ -23,6 +24,7 @@ RunnerOptions runner_options(const DeviceModel& model, const ModelExecutorOption
   }
   RunnerOptions r{o.max_tokens_per_step, o.max_logit_rows, o.activation_dtype};  // checks >= 1
   r.cuda_graphs = o.cuda_graphs;
+  r.tensor_parallel = o.tensor_parallel;
   return r;
 }
 
@@ -75,8 +77,14 @@ ModelExecutor::ModelExecutor(const DeviceModel& model, ModelExecutorOptions opti
     throw InvalidArgument("ModelExecutor: num_host_blocks = " +
                           std::to_string(options_.num_host_blocks) + " must be >= 0");
   }
+  if (options_.tensor_parallel != nullptr && options_.num_host_blocks > 0) {
+    // Swaps are copies rank 0 would make alone: the plan each pass broadcasts has no room for them.
+    throw InvalidArgument("ModelExecutor: num_host_blocks = " +
+                          std::to_string(options_.num_host_blocks) +
+                          " under tensor parallelism (swapping is not tensor-parallel yet)");
+  }
   if (options_.device_sampling) {
-    sampler_ = std::make_unique<DeviceSampler>(options_.max_logit_rows, model.config().vocab_size,
+    sampler_ = std::make_unique<DeviceSampler>(options_.max_logit_rows, runner_.vocab_size(),
                                                runner_.stream());
   }
   // Padding rows of a pass: positions 0 .. max_tokens_per_step-1 of one padding sequence.
@@ -196,6 +204,10 @@ std::vector<int> ModelExecutor::execute(const SchedulerOutput& output) {
   return result;
 }
 
+long long ModelExecutor::follow(bool wait_forever) {
+  return follow_plans(runner_, *cache_, wait_forever);
+}
+
 // Padding and idle rows cost a padded batch real rows of the same pass. Here they are one more
 // share per pass: a padding sequence (token 0 at positions 0..n-1) whose blocks lie past the
 // scheduler's, filling the pass up to max_tokens_per_step rows; what does not fit goes into
@@ -219,8 +231,10 @@ void ModelExecutor::add_padding(int rows, std::vector<int>& result) {
 }
 
 std::string ModelExecutor::device_name() const {
+  const TensorParallelGroup* tp = options_.tensor_parallel;
   return engine::device_name() + " · kernels, " + dtype_name(model_.dtype()) +
-         " weights, paged KV";
+         " weights, paged KV" +
+         (tp != nullptr ? ", tensor-parallel " + std::to_string(tp->size()) : std::string());
 }
 
 }  // namespace nanoserve::engine

@@ -79,6 +79,7 @@
 namespace nanoserve::engine {
 struct SchedulerConfig;
 struct StaticBatchConfig;
+class TensorParallelGroup;
 }  // namespace nanoserve::engine
 
 namespace nanoserve::engine {
@@ -113,6 +114,12 @@ struct ModelExecutorOptions {
   /// `DecodeGraphs`); prefill, mixed and verification steps launch kernel by kernel. Off:
   /// every step does.
   bool cuda_graphs = true;
+  /// \brief Tensor parallelism (chapter 9): this rank's group, whose shard the model is
+  /// (`RunnerOptions::tensor_parallel`; it must outlive the executor). Rank 0 runs the
+  /// scheduler and calls `execute`, which broadcasts each pass; every other rank makes an
+  /// executor with the same options and calls `follow`. Passes are not replayed from graphs;
+  /// a host pool (`num_host_blocks` > 0) is refused: swaps are not broadcast.
+  TensorParallelGroup* tensor_parallel = nullptr;
 };
 
 /// \brief Options whose buffers hold one continuous-batching step of `config` in one pass,
@@ -158,6 +165,12 @@ class ModelExecutor final : public Executor {
   /// pool) or a `max_seq_len` beyond the model's context, `CudaError` when memory is full.
   ModelExecutor(const DeviceModel& model, ModelExecutorOptions options = {});
 
+  /// \brief Under tensor parallelism, on a rank > 0: runs the passes rank 0's `execute` sends
+  /// until rank 0 stops the group (`TensorParallelGroup::stop`); returns their number.
+  /// `wait_forever`: between passes, wait without the watchdog (a server's ranks idle).
+  /// Throws `InvalidArgument` without a group or on rank 0.
+  long long follow(bool wait_forever = false);
+
   /// \brief The swaps of `output`, then its forward pass(es) (block copies first), then the
   /// entries of every sampling sequence in `output.seqs` order (see the file comment). Throws
   /// `InvalidArgument` for a plan it cannot carry out (see the file comment) before anything
@@ -185,7 +198,8 @@ class ModelExecutor final : public Executor {
   const HostKVPool* host_pool() const { return host_.get(); }
   /// \brief The stream its passes run on.
   cudaStream_t stream() const { return runner_.stream(); }
-  /// \brief e.g. "CPU simulator (…) · kernels, fp32 weights, paged KV".
+  /// \brief e.g. "CPU simulator (…) · kernels, fp32 weights, paged KV" (", tensor-parallel 2"
+  /// under tensor parallelism).
   std::string device_name() const;
 
  private:

@@ -76,7 +76,7 @@ void ModelExecutor::run_pass(std::vector<int>& result) {
   // The host's rows: the logit rows after the device-sampled ones (one download).
   const std::size_t first = device.size();
   const std::size_t rows = batch.logit_rows.size() - first;
-  const int vocab = model_.config().vocab_size;
+  const int vocab = runner_.vocab_size();
   host_logits_.resize(rows * std::size_t(vocab));
   if (rows > 0) {
     CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), runner_.device_logits() + first * vocab,
@@ -104,7 +104,7 @@ void ModelExecutor::sample_on_device(const std::vector<const Share*>& shares,
                                      std::vector<int>& result) {
   // Only the real rows: a graph's padding rows have logits too, which nobody samples.
   const std::vector<int> tokens = sampler_->sample_staged(runner_.device_logits());
-  const int vocab = model_.config().vocab_size;
+  const int vocab = runner_.vocab_size();
   std::vector<float> row;
   for (std::size_t i = 0; i < shares.size(); ++i) {
     const Share& s = *shares[i];
@@ -122,7 +122,7 @@ void ModelExecutor::sample_on_device(const std::vector<const Share*>& shares,
 // rule (chapter 6), each draw keyed by the request's seed and the token's position.
 void ModelExecutor::decide_on_host(const std::vector<const Share*>& shares, const float* logits,
                                    std::vector<int>& result) {
-  const std::size_t vocab = std::size_t(model_.config().vocab_size);
+  const std::size_t vocab = std::size_t(runner_.vocab_size());
   for (const Share* share : shares) {
     const ScheduledSequence& s = *share->seq;
     const Request& r = *s.request;
@@ -160,7 +160,7 @@ void ModelExecutor::decide_on_host(const std::vector<const Share*>& shares, cons
 void ModelExecutor::record_logprobs(const Share& share, const float* logits,
                                     const std::vector<int>& result) {
   const ScheduledSequence& s = *share.seq;
-  const int vocab = model_.config().vocab_size;
+  const int vocab = runner_.vocab_size();
   auto record = [&](std::size_t entry, const float* row, int k) {
     if (k < 0 || result[entry] < 0) return;
     if (logprobs_.empty()) logprobs_.resize(result.size());
