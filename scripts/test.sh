@@ -2,8 +2,8 @@
 # The README's test command and the whole of CI (.ci/run calls this and nothing else):
 #   1. sim preset: build and run every test (the kernel tests also under the race checker; the
 #      peer tests when npm can install peers/)
-#   2. asan preset: build and run the kernel tests and the common library's tests under
-#      ASan+UBSan (kernels compiled with FMA contraction, so the kernel tests run both ways)
+#   2. asan preset: build and run the kernel tests under ASan+UBSan (kernels compiled with FMA
+#      contraction, so the kernel tests run both ways)
 #   3. cuda preset: compile and link (tests need a GPU; scripts/gpu_check.sh runs them there)
 #   4. fuzz preset: run each loader fuzzer briefly (clang libFuzzer), one per core
 #   5. docs: Doxygen with warnings as errors, a link check of the site, every engine type has an example
@@ -57,22 +57,19 @@ step "exercises: reference passes, student tree fails, each exercise put back pa
 # run above has just run the graded tests on the reference.
 bash scripts/check_exercises.sh --reference-tested
 
-step "asan: kernel and common tests under AddressSanitizer + UBSan, with FMA contraction"
+step "asan: kernel tests under AddressSanitizer + UBSan, with FMA contraction"
 # NANOSERVE_SIM_FP_CONTRACT: kernels contract a*b+c into FMAs as nvcc does (kernels/sim/README.md),
 # so every kernel test runs both ways in CI: without contraction in the sim step, with it here.
 cmake --preset asan -DNANOSERVE_SIM_FP_CONTRACT=ON >/dev/null
-# Only the kernel tests and the common library's own (test_common): the chapters' tests and the
-# command-line runs (label cli: cli.*, bad_input.*, which need the engine and the `nanoserve`
-# program, ~235 CPU-s more to build under ASan: cmd_generate.cpp alone takes 21 s) stay in the
-# sim build; the loaders and tokenizers they feed bad input to run under ASan here through
-# test_common and in the fuzz step below.
-cmake --build --preset asan -j "$jobs" --target test_kernels test_common sim_microbench
+# Only the kernel tests (and the simulator's microbenchmark). The loaders, tokenizers and chat
+# templates run under ASan+UBSan in the fuzz step below (clang, instrumented, fed their seeds and
+# mutations); their unit tests (test_common, ~80 files: ~250 CPU-s to build under ASan) and the
+# chapters' tests stay in the sim build.
+cmake --build --preset asan -j "$jobs" --target test_kernels sim_microbench
 # Not here (the sim step runs them): the reverse-order reruns of the kernel tests (the schedule is
-# what they vary), the two bits-per-byte checks over the whole TinyStories sample (oracle
-# quality, ~70 s under ASan, no code the shorter oracle tests do not run), and bench_kernels'
-# runs (its kernels are the ones test_kernels checks under ASan; its 17 files cost ~30 s).
-ctest --preset asan -j "$jobs" -L 'kernels|common' -LE cli \
-  -E '[.]reverse$|BitsPerByteIsFarBelowUniform|bench_kernels'
+# what they vary) and bench_kernels' runs (its kernels are the ones test_kernels checks under
+# ASan; its 17 files cost ~30 s).
+ctest --preset asan -j "$jobs" -L kernels -LE cli -E '[.]reverse$|bench_kernels'
 
 nvcc=$(bash scripts/find_nvcc.sh)
 if [[ -n "$nvcc" ]]; then
