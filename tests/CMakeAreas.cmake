@@ -44,6 +44,7 @@ else()
       NANOSERVE_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data"
       NANOSERVE_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
     nanoserve_project_flags(test_kernels_host)
+    nanoserve_test_code_flags(test_kernels_host)  # no kernels of their own: -O1 as other tests
     list(APPEND ns_kernel_test_sources $<TARGET_OBJECTS:test_kernels_host>)
   endif()
   nanoserve_add_test_area(kernels LIBS nanoserve_kernels nanoserve_common
