@@ -176,11 +176,8 @@ int serve(ServeArgs a, dist::Communicator* ranks, const sigset_t& signals) {
     executor->follow(/*wait_forever=*/true);
     return 0;
   }
-  std::string device_name = executor->device_name();
-  if (group) {
-    device_name += " · tensor-parallel " + std::to_string(group->size()) + " (" +
-                   ranks->description() + ")";
-  }
+  std::string device_name = executor->device_name();  // says "tensor-parallel N" when split
+  if (group) device_name += " over " + ranks->description();
   const int code = serve_requests(a, sc, std::move(executor), device_name, src, std::move(text),
                                   !source.empty(), signals);
   if (group) group->stop();  // after the engine's last pass: the other ranks return

@@ -22,5 +22,5 @@ echo "tensor-parallel 2: $got"
 cat "$err"
 ((rc == 0)) || { echo "FAILED: the split run exited $rc"; exit 1; }
 [[ "$got" == "$want" ]] || { echo "FAILED: the texts differ"; exit 1; }
-grep -q "tensor-parallel 2 (Open MPI" "$err" || { echo "FAILED: stderr does not say it ran split"; exit 1; }
+grep -q "tensor-parallel 2 over Open MPI" "$err" || { echo "FAILED: stderr does not say it ran split"; exit 1; }
 echo "ok: the same text at TP 2 as on one device"

@@ -35,6 +35,6 @@ cat "$server_log"
 echo "one device:        $want"
 echo "tensor-parallel 2: $got"
 [[ -n "$want" && "$got" == "$want" ]] || { echo "FAILED: the completions differ"; exit 1; }
-grep -q "tensor-parallel 2 (Open MPI" "$server_log" || { echo "FAILED: not split"; exit 1; }
+grep -q "tensor-parallel 2 over Open MPI" "$server_log" || { echo "FAILED: not split"; exit 1; }
 [[ "$server_rc" == 0 ]] || { echo "FAILED: the run exited $server_rc"; exit 1; }
 echo "ok: the same completion at TP 2, drained on SIGTERM to rank 0"

@@ -37,9 +37,10 @@ long long TensorParallelDecoder::follow() { return follow_plans(*runner_, *cache
 
 std::string TensorParallelDecoder::description() const {
   const TensorParallelShard& s = group_.shard();
-  return "tensor-parallel " + std::to_string(group_.size()) + " (" + group_.comm().description() +
-         "), rank " + std::to_string(s.rank) + ": " + std::to_string(s.q_heads) + " of " +
-         std::to_string(s.q_heads * group_.size()) + " q heads";
+  return "tensor-parallel " + std::to_string(group_.size()) + " over " +
+         group_.comm().description() + " (rank " + std::to_string(s.rank) + ": " +
+         std::to_string(s.q_heads) + " of " + std::to_string(s.q_heads * group_.size()) +
+         " q heads)";
 }
 
 }  // namespace nanoserve::engine

@@ -58,7 +58,7 @@ class TensorParallelDecoder {
   const TensorParallelGroup& group() const { return group_; }
   /// \brief This rank's runner (its step counters).
   const ModelRunner& runner() const { return *runner_; }
-  /// \brief e.g. "tensor-parallel 2 (Open MPI v4.1.4, 2 ranks), rank 0: 4 of 8 q heads".
+  /// \brief e.g. "tensor-parallel 2 over Open MPI v4.1.4, 2 ranks (rank 0: 4 of 8 q heads)".
   std::string description() const;
 
  private:
