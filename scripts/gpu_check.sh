@@ -115,6 +115,19 @@ else
   echo "tensor parallelism TP = 2: skipped (needs a GPU, mpirun and test_ch09_mpi's libraries)"
 fi
 
+# nanoserve links no MPI (chapter 9's --tensor-parallel opens libnanoserve_mpi.so at run time):
+# here, without Open MPI or the plugin, it must start and refuse --tensor-parallel 2 in one line.
+if [[ -x "$bin/nanoserve" ]]; then
+  step "nanoserve --tensor-parallel 2 without mpirun: one clear line"
+  msg=$(timeout 60 "$bin/nanoserve" generate -m synthetic:tiny --device gpu --tensor-parallel 2 \
+        -n 2 2>&1 >/dev/null)
+  rc=$?
+  echo "exit $rc: $msg"
+  if ((rc == 0 || rc >= 124)) || ! grep -Eq "needs Open MPI|needs as many ranks" <<<"$msg"; then
+    status=1
+  fi
+fi
+
 if ((dry == 0)) && command -v compute-sanitizer >/dev/null 2>&1 && [[ -x "$bin/test_kernels" ]]; then
   # Sanitizers slow kernels by 10-100x: run the kernel tests on their smaller cases.
   for tool in memcheck racecheck; do

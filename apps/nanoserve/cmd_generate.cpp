@@ -1,4 +1,6 @@
 // nanoserve generate: prompt in, text out (prompt included) on stdout; statistics on stderr.
+// With --tensor-parallel N (under mpirun -np N) the model is split across the ranks: rank 0
+// decodes and prints, the others run its passes over their shards and print nothing.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -7,9 +9,11 @@
 
 #include "apps/nanoserve/commands.h"
 #include "apps/nanoserve/model_source.h"
+#include "apps/nanoserve/tensor_parallel_cli.h"
 #include "common/engine/model/device_info.h"
 #include "common/engine/model/device_model.h"
 #include "common/engine/decode/naive_decoder.h"
+#include "common/engine/decode/tensor_parallel_decoder.h"
 #include "common/cli/cli_checks.h"
 #include "common/error.h"
 #include "common/generation/generate.h"
@@ -31,11 +35,15 @@ struct GenerateArgs {
   std::string dtype;     // empty: fp32 on the CPU oracle, engine::default_dtype() on the device
   std::string kv_dtype;  // empty: --dtype
   bool no_cuda_graphs = false;  // --device gpu: decode steps launched kernel by kernel
+  int tensor_parallel = 1;      // ranks the model is split across (> 1: under mpirun)
   std::string json;
 };
 
-int run_generate(const GenerateArgs& a) {
-  const ModelSource src = load_model_source(a.model, a.tokenizer, a.device == "gpu");
+// `ranks`: the run's ranks under --tensor-parallel N > 1, else null.
+int generate_text(const GenerateArgs& a, dist::Communicator* ranks) {
+  // Split across ranks, every rank shards the host weights: a Hugging Face directory is read
+  // whole, not streamed to one device.
+  const ModelSource src = load_model_source(a.model, a.tokenizer, a.device == "gpu" && !ranks);
   const Tokenizer& tok = *src.tokenizer;
   const std::vector<int> prompt = tok.encode(a.prompt, /*add_bos=*/true, /*add_eos=*/false);
   const int context = src.model.config.max_seq_len;
@@ -52,9 +60,25 @@ int run_generate(const GenerateArgs& a) {
   // file) — on a GPU in the cuda build, on the CPU simulator in the sim build (the device name
   // says so).
   std::unique_ptr<engine::DeviceModel> device_model;
-  std::unique_ptr<Decoder> backend;
+  std::unique_ptr<engine::TensorParallelDecoder> split;  // --tensor-parallel N > 1
+  std::unique_ptr<Decoder> owned;
+  Decoder* backend = nullptr;
   const engine::NaiveDecoder* kernels = nullptr;  // --device gpu: its step counters
-  if (a.device == "gpu") {
+  if (ranks != nullptr) {
+    if (src.quantized) {
+      throw InvalidArgument("--tensor-parallel splits dense checkpoints; " + src.description +
+                            " is quantized (run it with --tensor-parallel 1)");
+    }
+    const DType dtype = device_dtype_or_default(a.dtype);
+    split = std::make_unique<engine::TensorParallelDecoder>(*ranks, src.model, positions, dtype,
+                                                            kv_dtype_or(a.kv_dtype, dtype));
+    if (!split->leads()) {  // the other ranks run rank 0's passes and print nothing
+      split->follow();
+      return 0;
+    }
+    kernels = &split->decoder();
+    backend = &split->decoder();
+  } else if (a.device == "gpu") {
     const DType dtype = device_dtype_or_default(a.dtype);
     device_model = src.to_device(dtype);
     // Each decode step (one token) replays one captured CUDA graph unless --no-cuda-graphs.
@@ -62,11 +86,12 @@ int run_generate(const GenerateArgs& a) {
         *device_model, engine::CacheMode::kNaiveCache, positions, dtype,
         kv_dtype_or(a.kv_dtype, dtype), !a.no_cuda_graphs);
     kernels = decoder.get();
-    backend = std::move(decoder);
+    owned = std::move(decoder);
   } else {
     check_cpu_dtypes(a.dtype, a.kv_dtype);
-    backend = std::make_unique<oracle::OracleDecoder>(src.model, positions);
+    owned = std::make_unique<oracle::OracleDecoder>(src.model, positions);
   }
+  if (backend == nullptr) backend = owned.get();
 
   GenerateOptions opt;
   opt.max_new_tokens = a.steps;
@@ -84,15 +109,18 @@ int run_generate(const GenerateArgs& a) {
     prev = t;
   };
   const GenerateResult r = generate(*backend, prompt, opt);
+  if (split) split->stop();  // the other ranks' follow() returns
   std::fputc('\n', stdout);
   flush_stdout();  // the text before the statistics on a shared terminal
 
   // Decode rate: generated tokens over the time after the prompt's forward pass.
   const double tok_per_s = r.decode_seconds > 0 ? r.generated() / r.decode_seconds : 0;
+  const std::string device =
+      backend->device_name() + (split ? " · " + split->description() : std::string());
   std::fprintf(stderr,
                "model %s | tokenizer %s | device %s\n"
                "prompt %d tokens, generated %d (stop: %s) | prefill %.1f ms | decode %.1f tok/s\n",
-               src.description.c_str(), src.tokenizer_path.c_str(), backend->device_name().c_str(),
+               src.description.c_str(), src.tokenizer_path.c_str(), device.c_str(),
                r.prompt_tokens, r.generated(), to_string(r.stop), r.prefill_seconds * 1e3,
                tok_per_s);
   if (kernels != nullptr) {
@@ -101,7 +129,7 @@ int run_generate(const GenerateArgs& a) {
   if (!a.json.empty()) {
     nlohmann::json rep = make_report("nanoserve generate",
                                      a.device == "gpu" ? engine::kernel_backend() : "cpu-oracle",
-                                     backend->device_name());
+                                     device);
     rep["records"].push_back({{"model", src.description},
                               {"prompt_tokens", r.prompt_tokens},
                               {"generated_tokens", r.generated()},
@@ -113,6 +141,13 @@ int run_generate(const GenerateArgs& a) {
     write_json(a.json, rep);
   }
   return 0;
+}
+
+int run_generate(const GenerateArgs& a) {
+  if (a.tensor_parallel == 1) return generate_text(a, nullptr);
+  const std::unique_ptr<dist::Communicator> ranks = join_ranks(a.tensor_parallel, a.device);
+  if (!ranks) return 1;  // a rank > 0 of a run with the wrong number of ranks: rank 0 says so
+  return on_every_rank(*ranks, [&] { return generate_text(a, ranks.get()); });
 }
 }  // namespace
 
@@ -151,6 +186,7 @@ Action add_generate(CLI::App& parent) {
   c->add_flag("--no-cuda-graphs", args->no_cuda_graphs,
               "--device gpu: launch every decode step kernel by kernel instead of replaying a "
               "captured CUDA graph (to compare)");
+  add_tensor_parallel_flag(*c, args->tensor_parallel);
   c->add_option("--json", args->json, "also write the result as JSON to this path");
   return [args] { return run_generate(*args); };
 }

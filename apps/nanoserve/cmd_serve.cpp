@@ -6,6 +6,11 @@
 //
 // SIGTERM or SIGINT drains: new requests get 503, running ones finish within --drain-timeout
 // (what is left then is cancelled with an error event), and the process exits 0.
+//
+// With --tensor-parallel N (under mpirun -np N) the model is split across the ranks: rank 0
+// listens, schedules and samples, the others run its passes over their shards (waiting without
+// a deadline between requests) until rank 0 stops. Send SIGTERM to rank 0 to drain (mpirun
+// itself ends every rank at once on SIGTERM).
 #include <pthread.h>
 #include <signal.h>
 
@@ -18,9 +23,12 @@
 
 #include "apps/nanoserve/commands.h"
 #include "apps/nanoserve/model_source.h"
+#include "apps/nanoserve/tensor_parallel_cli.h"
 #include "apps/nanoserve/server/api_server.h"
 #include "common/cli/cli_checks.h"
 #include "common/engine/model/device_info.h"
+#include "common/engine/model/tensor_parallel.h"
+#include "common/engine/model/tensor_parallel_group.h"
 #include "common/engine/serve/model_executor.h"
 #include "common/error.h"
 #include "common/io/input_file.h"
@@ -48,6 +56,7 @@ struct ServeArgs {
   int max_waiting = 256;
   server::ServerOptions server{};
   double drain_timeout_s = 30;
+  int tensor_parallel = 1;  // ranks the model is split across (> 1: under mpirun)
 };
 
 // The name requests use: --served-model-name, else the file name without its extension.
@@ -59,16 +68,58 @@ std::string served_name_of(const ServeArgs& a) {
   return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
 }
 
-int run_serve(ServeArgs a) {
-  // Signals go to the watcher thread only: block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);  // a client that left is a failed write, not a dead server
+// Rank 0 (or the only one): the engine and the HTTP API until a signal drains them; the engine
+// (and its thread) is gone when this returns.
+int serve_requests(const ServeArgs& a, const engine::SchedulerConfig& sc,
+                   std::unique_ptr<engine::ModelExecutor> executor, const std::string& device_name,
+                   const ModelSource& src, server::ModelText text, bool chat_template,
+                   const sigset_t& signals) {
+  const Tokenizer& tok = *src.tokenizer;
+  engine::AsyncEngineOptions ao;
+  ao.max_waiting = a.max_waiting;
+  engine::AsyncEngine engine(sc, std::move(executor),
+                             [&tok](int prev, int t) { return tok.decode_token(prev, t); }, ao);
 
-  const ModelSource src = load_model_source(a.model, a.tokenizer, /*device_only=*/true);
+  server::ServerOptions so = a.server;
+  so.model_name = served_name_of(a);
+  so.device = device_name;
+  so.max_model_len = sc.max_model_len;
+  so.num_kv_blocks = sc.num_kv_blocks;
+  so.block_size = sc.block_size;
+  server::ApiServer api(so, engine, std::move(text));
+  const int port = api.bind(a.host, a.port);
+  if (!a.port_file.empty()) {
+    std::ofstream(a.port_file) << port << "\n";
+  }
+  std::fprintf(stderr,
+               "nanoserve serve: model '%s' (%s) on http://%s:%d | %s | %d KV blocks of %d, "
+               "context %d, chat template %s\n",
+               so.model_name.c_str(), src.description.c_str(), a.host.c_str(), port,
+               device_name.c_str(), sc.num_kv_blocks, sc.block_size, sc.max_model_len,
+               chat_template ? "yes" : "none");
+
+  bool clean = true;
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::fprintf(stderr, "nanoserve serve: %s: draining (at most %.0f s)\n",
+                 sig == SIGTERM ? "SIGTERM" : "SIGINT", a.drain_timeout_s);
+    clean = api.shutdown(a.drain_timeout_s);
+  });
+  api.run();
+  watcher.join();
+  const engine::EngineSnapshot s = engine.snapshot();
+  std::fprintf(stderr, "nanoserve serve: stopped (%s; %lld requests finished, %lld tokens)\n",
+               clean ? "drained" : "drain deadline passed: the rest was cancelled with an error",
+               s.stats.num_finished, s.num_generated_tokens);
+  return 0;
+}
+
+// `ranks`: the run's ranks under --tensor-parallel N > 1, else null. `signals`: blocked in
+// every thread, for the watcher to wait on.
+int serve(ServeArgs a, dist::Communicator* ranks, const sigset_t& signals) {
+  // Split across ranks, every rank shards the host weights: a directory is read whole.
+  const ModelSource src = load_model_source(a.model, a.tokenizer, /*device_only=*/!ranks);
   const Tokenizer& tok = *src.tokenizer;
   server::ModelText text;
   text.tokenizer = &tok;
@@ -103,50 +154,48 @@ int run_serve(ServeArgs a) {
   sc.validate();
 
   const DType dtype = device_dtype_or_default(a.dtype);
-  const std::unique_ptr<engine::DeviceModel> device = src.to_device(dtype);
   engine::ModelExecutorOptions eo = engine::executor_options_for(sc);
   eo.activation_dtype = dtype;
   eo.kv_dtype = kv_dtype_or(a.kv_dtype, dtype);
-  auto executor = std::make_unique<engine::ModelExecutor>(*device, eo);
-  const std::string device_name = executor->device_name();
-  engine::AsyncEngineOptions ao;
-  ao.max_waiting = a.max_waiting;
-  engine::AsyncEngine engine(sc, std::move(executor),
-                             [&tok](int prev, int t) { return tok.decode_token(prev, t); }, ao);
-
-  server::ServerOptions so = a.server;
-  so.model_name = served_name_of(a);
-  so.device = device_name;
-  so.max_model_len = sc.max_model_len;
-  so.num_kv_blocks = sc.num_kv_blocks;
-  so.block_size = sc.block_size;
-  server::ApiServer api(so, engine, std::move(text));
-  const int port = api.bind(a.host, a.port);
-  if (!a.port_file.empty()) {
-    std::ofstream(a.port_file) << port << "\n";
+  std::unique_ptr<engine::TensorParallelGroup> group;
+  std::unique_ptr<engine::DeviceModel> device;
+  if (ranks != nullptr) {
+    if (src.quantized) {
+      throw InvalidArgument("--tensor-parallel splits dense checkpoints; " + src.description +
+                            " is quantized (serve it with --tensor-parallel 1)");
+    }
+    group = std::make_unique<engine::TensorParallelGroup>(*ranks, src.model.config);
+    device = std::make_unique<engine::DeviceModel>(
+        engine::shard_model(src.model, group->shard()), dtype);
+    eo.tensor_parallel = group.get();
+  } else {
+    device = src.to_device(dtype);
   }
-  std::fprintf(stderr,
-               "nanoserve serve: model '%s' (%s) on http://%s:%d | %s | %d KV blocks of %d, "
-               "context %d, chat template %s\n",
-               so.model_name.c_str(), src.description.c_str(), a.host.c_str(), port,
-               device_name.c_str(), sc.num_kv_blocks, sc.block_size, sc.max_model_len,
-               source.empty() ? "none" : "yes");
+  auto executor = std::make_unique<engine::ModelExecutor>(*device, eo);
+  if (group && group->rank() != 0) {  // rank 0's passes until it stops; idle between requests
+    executor->follow(/*wait_forever=*/true);
+    return 0;
+  }
+  std::string device_name = executor->device_name();  // says "tensor-parallel N" when split
+  if (group) device_name += " over " + ranks->description();
+  const int code = serve_requests(a, sc, std::move(executor), device_name, src, std::move(text),
+                                  !source.empty(), signals);
+  if (group) group->stop();  // after the engine's last pass: the other ranks return
+  return code;
+}
 
-  bool clean = true;
-  std::thread watcher([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    std::fprintf(stderr, "nanoserve serve: %s: draining (at most %.0f s)\n",
-                 sig == SIGTERM ? "SIGTERM" : "SIGINT", a.drain_timeout_s);
-    clean = api.shutdown(a.drain_timeout_s);
-  });
-  api.run();
-  watcher.join();
-  const engine::EngineSnapshot s = engine.snapshot();
-  std::fprintf(stderr, "nanoserve serve: stopped (%s; %lld requests finished, %lld tokens)\n",
-               clean ? "drained" : "drain deadline passed: the rest was cancelled with an error",
-               s.stats.num_finished, s.num_generated_tokens);
-  return 0;
+int run_serve(const ServeArgs& a) {
+  // Signals go to the watcher thread only: block them before any thread starts (MPI's too).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that left is a failed write, not a dead server
+  if (a.tensor_parallel == 1) return serve(a, nullptr, signals);
+  const std::unique_ptr<dist::Communicator> ranks = join_ranks(a.tensor_parallel, "gpu");
+  if (!ranks) return 1;  // a rank > 0 of a run with the wrong number of ranks: rank 0 says so
+  return on_every_rank(*ranks, [&] { return serve(a, ranks.get(), signals); });
 }
 
 }  // namespace
@@ -204,6 +253,7 @@ Action add_serve(CLI::App& parent) {
   c->add_option("--drain-timeout", a.drain_timeout_s,
                 "seconds SIGTERM waits for running requests before cancelling them")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  add_tensor_parallel_flag(*c, a.tensor_parallel);
   return [args] { return run_serve(*args); };
 }
 

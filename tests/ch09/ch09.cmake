@@ -11,6 +11,20 @@ if(TARGET nanoserve_nccl)
   gtest_discover_tests(test_nccl WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}" DISCOVERY_MODE PRE_TEST
                        PROPERTIES LABELS "ch09;gpu")
 endif()
+# `nanoserve --tensor-parallel N` without MPI: no plugin (here forced through
+# $NANOSERVE_MPI_PLUGIN; on a machine without Open MPI it is simply not built) and the CPU
+# oracle both get one clear line, before any rank is started.
+set(NS_EXPECT_FAILURE bash "${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_failure.sh")
+add_test(NAME ch09.nanoserve_tp_needs_mpi
+         COMMAND ${NS_EXPECT_FAILURE}
+                 "--tensor-parallel 2 needs Open MPI: cannot load the MPI plugin /nonexistent/libnanoserve_mpi.so.*mpirun -np 2"
+                 env NANOSERVE_MPI_PLUGIN=/nonexistent/libnanoserve_mpi.so $<TARGET_FILE:nanoserve>
+                 generate -m synthetic:tiny --device gpu --tensor-parallel 2 -n 2)
+add_test(NAME ch09.nanoserve_tp_needs_gpu
+         COMMAND ${NS_EXPECT_FAILURE} "--tensor-parallel 2 .*needs --device gpu"
+                 $<TARGET_FILE:nanoserve> generate -m synthetic:tiny --tensor-parallel 2 -n 2)
+set_tests_properties(ch09.nanoserve_tp_needs_mpi ch09.nanoserve_tp_needs_gpu PROPERTIES
+                     LABELS "ch09")
 if(NOT TARGET nanoserve_mpi)
   message(STATUS "tests/ch09: no MPI, the distributed tests are not built")
   return()
@@ -76,6 +90,45 @@ nanoserve_mpi_test(ch09.mpi_no_fault NP 2 EXPECT "rank 0: 5 all-reduces done"
                    COMMAND $<TARGET_FILE:dist_fault_probe> ok)
 set_tests_properties(ch09.mpi_rank_dies ch09.mpi_rank_hangs PROPERTIES LABELS "ch09;mpi"
                      TIMEOUT 45 PROCESSORS 2)
+
+# `nanoserve generate/serve --tensor-parallel 2` under mpirun (the MPI plugin next to nanoserve):
+# the one-device text on stories260K and the tiny model, the one-device completion from the
+# server; a wrong number of ranks, heads that do not split, and a rank that fails mid-run end
+# the run with a clear line instead of hanging.
+if(NOT NANOSERVE_BACKEND STREQUAL "cuda")
+  set(NS_TP_LAUNCH ${NS_MPIRUN} ${MPIEXEC_NUMPROC_FLAG} 2)
+  set(NS_NANOSERVE $<TARGET_FILE:nanoserve>)
+  foreach(model stories260K.bin synthetic:tiny)
+    string(REGEX REPLACE "[.:].*" "" name "${model}")
+    add_test(NAME ch09.nanoserve_generate_tp2_${name}
+             COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/ch09/nanoserve_tp_text.sh" ${NS_NANOSERVE}
+                     "${PROJECT_SOURCE_DIR}" ${model} ${NS_TP_LAUNCH})
+    set_tests_properties(ch09.nanoserve_generate_tp2_${name} PROPERTIES LABELS "ch09;mpi"
+                         TIMEOUT 90 PROCESSORS 2 SKIP_RETURN_CODE 77)
+  endforeach()
+  add_test(NAME ch09.nanoserve_serve_tp2
+           COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/ch09/serve_tp.sh" ${NS_NANOSERVE}
+                   "${PROJECT_SOURCE_DIR}" ${NS_TP_LAUNCH})
+  set_tests_properties(ch09.nanoserve_serve_tp2 PROPERTIES LABELS "ch09;mpi;ch08" TIMEOUT 120
+                       PROCESSORS 2 SKIP_RETURN_CODE 77)
+  set(NS_TP_ARGS generate -m synthetic:tiny --device gpu -t 0)
+  add_test(NAME ch09.nanoserve_tp_wrong_ranks
+           COMMAND ${NS_EXPECT_RUN_FAILS} "--tensor-parallel 4 needs as many ranks: run under mpirun -np 4 \\(this run has 2\\)"
+                   ${NS_TP_LAUNCH} ${NS_NANOSERVE} ${NS_TP_ARGS} -n 2 --tensor-parallel 4)
+  add_test(NAME ch09.nanoserve_tp_heads_do_not_split
+           COMMAND ${NS_EXPECT_RUN_FAILS} "rank [0-2]: error: .*n_heads = 8 is not a multiple of the tensor-parallel degree"
+                   ${NS_MPIRUN} ${MPIEXEC_NUMPROC_FLAG} 3 ${NS_NANOSERVE} ${NS_TP_ARGS} -n 2
+                   --tensor-parallel 3)
+  # Rank 1 sized for 2 tokens, rank 0 generating 16: rank 1's cache refuses a pass, it says so
+  # and ends the run (rank 0 is waiting in a collective).
+  add_test(NAME ch09.nanoserve_tp_rank_fails
+           COMMAND ${NS_EXPECT_RUN_FAILS} "nanoserve: rank 1: error: "
+                   ${NS_TP_LAUNCH} sh -c "n=16; [ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && n=2; exec \"$0\" \"$@\" -n $n"
+                   ${NS_NANOSERVE} ${NS_TP_ARGS} --tensor-parallel 2)
+  set_tests_properties(ch09.nanoserve_tp_wrong_ranks ch09.nanoserve_tp_heads_do_not_split
+                       ch09.nanoserve_tp_rank_fails PROPERTIES LABELS "ch09;mpi" TIMEOUT 45
+                       PROCESSORS 2)
+endif()
 
 # The chapter program (chapters/ch09_distributed): the tour against its expected output, the
 # modeled comparison on another GPU and link, the real hand-off under mpirun, bad input.

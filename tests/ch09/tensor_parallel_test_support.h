@@ -10,7 +10,7 @@
 
 #include "common/dist/communicator.h"
 #include "common/engine/decode/naive_decoder.h"
-#include "common/engine/model/tensor_parallel_group.h"
+#include "common/engine/decode/tensor_parallel_decoder.h"
 
 namespace nanoserve::testing {
 
@@ -48,24 +48,14 @@ inline GreedyRun greedy_whole(const Model& model, const std::vector<int>& prompt
 inline GreedyRun greedy_tensor_parallel(const Model& model, dist::Communicator& comm,
                                         const std::vector<int>& prompt, int steps,
                                         DType act = DType::kF32) {
-  engine::TensorParallelGroup group(comm, model.config);
-  const Model shard = engine::shard_model(model, group.shard());
-  const engine::DeviceModel device(shard, act);
-  engine::RunnerOptions options(64, 1, act);
-  options.tensor_parallel = &group;
-  engine::ModelRunner runner(device, options);
-  engine::NaiveKVCache cache(shard.config, act, static_cast<int>(prompt.size()) + steps, 1);
-  if (group.rank() != 0) {
-    cache.allocate();  // region 0, as rank 0's decoder takes it
-    engine::follow_plans(runner, cache);
+  engine::TensorParallelDecoder tp(comm, model, static_cast<int>(prompt.size()) + steps, act,
+                                   act);
+  if (!tp.leads()) {
+    tp.follow();
     return {};
   }
-  GreedyRun run;
-  {
-    engine::NaiveDecoder decoder(runner, cache, engine::CacheMode::kNaiveCache);
-    run = greedy_steps(decoder, prompt, steps);
-  }
-  group.stop();
+  GreedyRun run = greedy_steps(tp.decoder(), prompt, steps);
+  tp.stop();
   return run;
 }
 

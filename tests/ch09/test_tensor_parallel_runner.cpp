@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "common/dist/mpi_communicator.h"
+#include "common/engine/decode/tensor_parallel_decoder.h"
 #include "common/engine/serve/model_executor.h"
 #include "common/engine/model/tensor_parallel_group.h"
 #include "common/error.h"
+#include "common/generation/generate.h"
 #include "common/loaders/model_loader.h"
 #include "common/loaders/synthetic_model.h"
 #include "tests/ch09/tensor_parallel_test_support.h"
@@ -55,6 +57,33 @@ TEST(Ch09TensorParallelRunner, TensorParallelGroup) {
   EXPECT_EQ(n.all_reduce_bytes, n.all_reduces * 3 * model.config.dim * 4);
   EXPECT_EQ(n.all_gathers, 1);
   EXPECT_EQ(n.all_gather_bytes, (model.config.vocab_size + 1) * 4);
+}
+
+TEST(Ch09TensorParallelRunner, TensorParallelDecoder) {
+  const Model model = make_synthetic_model("tiny");
+  dist::Communicator& comm = one_rank();
+  //! [TensorParallelDecoder]
+  // Every rank of `comm` (here one), with the same arguments: its shard, runner and cache.
+  TensorParallelDecoder tp(comm, model, /*max_seq_len=*/16, DType::kF32, DType::kF32);
+  GenerateResult r;
+  if (tp.leads()) {
+    GenerateOptions options;
+    options.max_new_tokens = 4;
+    options.sampling.temperature = 0;  // greedy
+    r = generate(tp.decoder(), {1, 7, 42}, options);  // each pass broadcast to the others
+    tp.stop();                                        // their follow() returns
+  } else {
+    tp.follow();
+  }
+  //! [TensorParallelDecoder]
+  const DeviceModel whole(model, DType::kF32);
+  NaiveDecoder one(whole, CacheMode::kNaiveCache, 16, DType::kF32);
+  GenerateOptions options;
+  options.max_new_tokens = 4;
+  options.sampling.temperature = 0;
+  EXPECT_EQ(r.tokens, generate(one, {1, 7, 42}, options).tokens);
+  EXPECT_EQ(tp.group().counters().plans, 4);  // the prompt, then 3 decode steps
+  EXPECT_THROW(tp.follow(), InvalidArgument) << "rank 0 does not follow";
 }
 
 // One rank holds everything: its logits are the whole model's, bit for bit, step after step.

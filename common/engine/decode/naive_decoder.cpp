@@ -40,17 +40,19 @@ std::vector<float> run_chunked(ModelRunner& runner, NaiveKVCache& cache, int reg
   return logits;
 }
 
-RunnerOptions options_for(const DeviceModel& model, int max_seq_len,
-                          std::optional<DType> activation_dtype, bool cuda_graphs) {
+}  // namespace
+
+RunnerOptions NaiveDecoder::runner_options(const ModelConfig& config, int max_seq_len,
+                                           std::optional<DType> activation_dtype,
+                                           bool cuda_graphs) {
   RunnerOptions o;
   o.activation_dtype = activation_dtype;
   o.cuda_graphs = cuda_graphs;
-  const int context = max_seq_len == 0 ? model.config().max_seq_len : max_seq_len;
+  const int context = max_seq_len == 0 ? config.max_seq_len : max_seq_len;
   o.max_tokens_per_step = std::min(context, 512);  // longer prefixes run in chunks
   o.max_logit_rows = 1;
   return o;
 }
-}  // namespace
 
 NaiveDecoder::NaiveDecoder(const DeviceModel& model, CacheMode mode, int max_seq_len,
                            std::optional<DType> activation_dtype, std::optional<DType> kv_dtype,
@@ -59,7 +61,7 @@ NaiveDecoder::NaiveDecoder(const DeviceModel& model, CacheMode mode, int max_seq
           model.config(), kv_dtype.value_or(activation_dtype.value_or(model.dtype())),
           max_seq_len, 1)),
       owned_runner_(std::make_unique<ModelRunner>(
-          model, options_for(model, max_seq_len, activation_dtype, cuda_graphs))),
+          model, runner_options(model.config(), max_seq_len, activation_dtype, cuda_graphs))),
       runner_(owned_runner_.get()),
       cache_(owned_cache_.get()),
       mode_(mode),

@@ -71,6 +71,13 @@ class NaiveDecoder final : public Decoder {
   /// \brief e.g. "CPU simulator (…) · kernels, fp16 weights, naive-cache".
   std::string device_name() const override;
 
+  /// \brief The runner options a self-contained decoder of `max_seq_len` positions (0 = the
+  /// context of `config`) makes its runner with: prompts in chunks of up to min(context, 512)
+  /// rows, the last row's logits.
+  static RunnerOptions runner_options(const ModelConfig& config, int max_seq_len,
+                                      std::optional<DType> activation_dtype,
+                                      bool cuda_graphs = false);
+
   /// \brief The mode it runs in.
   CacheMode mode() const { return mode_; }
   /// \brief The cache region it holds.
