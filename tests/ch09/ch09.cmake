@@ -46,13 +46,15 @@ function(nanoserve_mpi_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 60)
   endif()
-  add_test(NAME ${name} COMMAND ${NS_MPIRUN} ${MPIEXEC_NUMPROC_FLAG} ${ARG_NP} ${ARG_COMMAND}
+  set(runner "")
+  if(ARG_EXPECT)  # the smoke runner: the regex must match AND the run must exit 0
+    set(runner ${NS_SMOKE_RUN} --expect "${ARG_EXPECT}" --)
+  endif()
+  add_test(NAME ${name}
+           COMMAND ${runner} ${NS_MPIRUN} ${MPIEXEC_NUMPROC_FLAG} ${ARG_NP} ${ARG_COMMAND}
            WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}")
   set_tests_properties(${name} PROPERTIES LABELS "ch09;mpi" TIMEOUT ${ARG_TIMEOUT}
                        PROCESSORS 2 ENVIRONMENT "${ARG_ENV}")
-  if(ARG_EXPECT)
-    set_tests_properties(${name} PROPERTIES PASS_REGULAR_EXPRESSION "${ARG_EXPECT}")
-  endif()
   if(ARG_FAIL)
     set_tests_properties(${name} PROPERTIES WILL_FAIL TRUE)
   endif()
