@@ -120,6 +120,8 @@ if(BI_MEMORY_LIMITS)  # 16 GB of address space: the simulated device's memory
                  "--model synthetic:llama2-7b in (fp32|bf16) \\(weights\\).* needs .* of device memory, but only .* is free"
                  ${BI_RUN} --ulimit-kb 16000000 -- ${BI_BD})
 endif()
+bad_input_test(bench_decode_kv_dtype_unknown cli ${BI_FAIL} "--kv-dtype: fp8 not in \\{fp32,fp16,bf16\\}"
+               ${BI_BD} --model synthetic:tiny --kv-dtype fp8)
 bad_input_test(bench_decode_block_size_0 cli ${BI_FAIL} "--block-size: Value 0 not in range 1 to 4096"
                ${BI_BD} --model synthetic:tiny --block-size 0)
 bad_input_test(bench_decode_block_size_negative cli ${BI_FAIL} "--block-size: Value -16 not in range"
