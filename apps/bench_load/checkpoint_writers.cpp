@@ -44,6 +44,10 @@ std::vector<Entry> entries(const ModelConfig& c) {
   return out;
 }
 
+/// Whether `e` is stored as Q4_0: matrices whose rows are whole 32-element blocks (others F16,
+/// as llama.cpp falls back; norms F32).
+bool quantized(const Entry& e) { return e.shape.size() == 2 && e.shape[1] % 32 == 0; }
+
 std::string hf_name(const Entry& e) {
   if (e.field == "token_embedding") return "model.embed_tokens.weight";
   if (e.field == "final_norm") return "model.norm.weight";
@@ -141,13 +145,14 @@ std::int64_t write_gguf_q4_0(const ModelConfig& config, std::uint64_t seed,
   std::vector<std::uint64_t> sizes;
   for (const Entry& e : all) {
     const GgufField g = gguf_field(config, e.field, e.layer);
-    const bool q = e.shape.size() == 2;
+    const bool q = quantized(e);
     put_string(head, g.tensor);
     put<std::uint32_t>(head, static_cast<std::uint32_t>(g.dims.size()));
     for (std::uint64_t dim : g.dims) put<std::uint64_t>(head, dim);
-    put<std::uint32_t>(head, q ? kGgmlTypeQ4_0 : kGgmlTypeF32);
+    put<std::uint32_t>(head, q ? kGgmlTypeQ4_0 : e.shape.size() == 2 ? kGgmlTypeF16 : kGgmlTypeF32);
     put<std::uint64_t>(head, at);
-    const std::uint64_t bytes = q ? elements(e) / 32 * 18 : elements(e) * 4;
+    const std::uint64_t bytes =
+        q ? elements(e) / 32 * 18 : elements(e) * (e.shape.size() == 2 ? 2 : 4);
     sizes.push_back(bytes);
     at += (bytes + kAlign - 1) / kAlign * kAlign;
   }
@@ -157,8 +162,9 @@ std::int64_t write_gguf_q4_0(const ModelConfig& config, std::uint64_t seed,
   const std::vector<std::uint8_t> zeros(kAlign, 0);
   for (std::size_t i = 0; i < all.size(); ++i) {
     const std::vector<float> values = synthetic_tensor(config, seed, all[i].field, all[i].layer);
-    const std::vector<std::uint8_t> bytes =
-        all[i].shape.size() == 2 ? encode_q4_0(values) : encode_f32(values);
+    const std::vector<std::uint8_t> bytes = quantized(all[i])          ? encode_q4_0(values)
+                                            : all[i].shape.size() == 2 ? encode_f16(values)
+                                                                       : encode_f32(values);
     write_or_throw(out, bytes.data(), bytes.size(), path);
     write_or_throw(out, zeros.data(), (kAlign - sizes[i] % kAlign) % kAlign, path);
   }

@@ -16,8 +16,9 @@ namespace nanoserve::bench {
 /// model with `config` and `seed`; returns the bytes written.
 std::int64_t write_hf_bf16(const ModelConfig& config, std::uint64_t seed, const std::string& dir);
 
-/// Writes a GGUF v3 file (`llama` metadata, no vocabulary) of the synthetic model: 2-D tensors
-/// as Q4_0 (ggml's reference quantizer), norms F32; returns the bytes written.
+/// Writes a GGUF v3 file (`llama` metadata, no vocabulary) of the synthetic model: matrices as
+/// Q4_0 (ggml's reference quantizer; F16 when a row is not whole 32-element blocks), norms F32;
+/// returns the bytes written.
 std::int64_t write_gguf_q4_0(const ModelConfig& config, std::uint64_t seed,
                              const std::string& path);
 

@@ -20,11 +20,10 @@ const GgufTensorInfo& GgufCheckpointReader::tensor(const std::string& field, int
   return gguf_field_tensor(file_, config_, field, layer);
 }
 
-std::vector<float> GgufCheckpointReader::read(const std::string& field, int layer,
-                                              std::size_t offset, std::size_t count) const {
-  const GgufTensorInfo& t = tensor(field, layer);
+std::vector<float> decode_gguf_range(const GgufFile& file, const GgufTensorInfo& t,
+                                     std::size_t offset, std::size_t count) {
   if (t.type->decode == nullptr) {
-    throw LoadError(file_.name, t.name,
+    throw LoadError(file.name, t.name,
                     std::string("ggml type ") + t.type->name +
                         " is not supported yet (supported: " + decodable_ggml_type_names() + ")");
   }
@@ -32,14 +31,21 @@ std::vector<float> GgufCheckpointReader::read(const std::string& field, int laye
   count = std::min<std::size_t>(count, t.n_elements - offset);
   const std::size_t block = t.type->block_size;
   if (offset % block != 0 || count % block != 0) {
-    throw InvalidArgument("GgufCheckpointReader: " + t.name + ": range [" +
-                          std::to_string(offset) + ", +" + std::to_string(count) +
-                          ") is not whole blocks of " + std::to_string(block));
+    throw InvalidArgument("decode_gguf_range: " + t.name + ": range [" + std::to_string(offset) +
+                          ", +" + std::to_string(count) + ") is not whole blocks of " +
+                          std::to_string(block));
   }
-  const std::uint8_t* data = stored(t) + offset / block * t.type->type_size;
-  const std::size_t bytes = count / block * t.type->type_size;
-  std::vector<float> values = decode_tensor(t.type->decode, data, count, file_.name, t.name);
-  release(data, bytes);
+  const std::uint8_t* data = file.tensor_data(t) + offset / block * t.type->type_size;
+  return decode_tensor(t.type->decode, data, count, file.name, t.name);
+}
+
+std::vector<float> GgufCheckpointReader::read(const std::string& field, int layer,
+                                              std::size_t offset, std::size_t count) const {
+  const GgufTensorInfo& t = tensor(field, layer);
+  std::vector<float> values = decode_gguf_range(file_, t, offset, count);
+  const std::size_t block = t.type->block_size;
+  release(stored(t) + std::min<std::size_t>(offset, t.n_elements) / block * t.type->type_size,
+          values.size() / block * t.type->type_size);
   return values;
 }
 

@@ -24,6 +24,13 @@
 
 namespace nanoserve {
 
+/// \brief Elements `[offset, offset + count)` of `tensor` (row-major) of `file`, decoded to fp32
+/// and checked finite; the range is clipped at the tensor's end. `offset` and `count` must be
+/// whole blocks of the tensor's type (whole rows always are), otherwise `InvalidArgument`;
+/// `LoadError` for a type without a decoder or a value that is not finite.
+std::vector<float> decode_gguf_range(const GgufFile& file, const GgufTensorInfo& tensor,
+                                     std::size_t offset, std::size_t count);
+
 /// \brief A GGUF checkpoint mapped and parsed, read tensor by tensor (see the file comment).
 class GgufCheckpointReader {
  public:
@@ -40,10 +47,7 @@ class GgufCheckpointReader {
   /// \brief The tensor info of `Model` field `field` of `layer` (-1: model-wide), its shape
   /// checked (`gguf_field_tensor`).
   const GgufTensorInfo& tensor(const std::string& field, int layer) const;
-  /// \brief Elements `[offset, offset + count)` of that tensor, row-major, decoded to fp32 and
-  /// checked finite; the range is clipped at the tensor's end. `offset` and `count` must be
-  /// whole blocks of the tensor's type (whole rows always are); otherwise `InvalidArgument`.
-  /// Throws `LoadError` for a type without a decoder or a value that is not finite.
+  /// \brief `decode_gguf_range` of that tensor; the pages read are released afterwards.
   std::vector<float> read(const std::string& field, int layer, std::size_t offset,
                           std::size_t count) const;
   /// \brief The stored bytes of `tensor` (`tensor.n_bytes` of them, inside the mapping).
