@@ -3,6 +3,10 @@
 //
 //   nanoserve convert stories260K.bin stories260K.gguf --dtype fp32
 //   nanoserve convert data/models/Qwen2.5-0.5B-Instruct qwen.gguf --dtype q8_0
+//
+// q8_0, q4_0 and q4_k run ggml's reference quantizers (round to nearest) on every 2-D tensor,
+// as llama.cpp's `llama-quantize --pure` would; for GPTQ/AWQ codes in GGUF, `nanoserve quantize
+// --out FILE.gguf`.
 #include <unistd.h>
 
 #include <cstdio>
@@ -67,8 +71,11 @@ int run_convert(const ConvertArgs& a) {
   std::printf("tokenizer      %s -> tokenizer.ggml.model %s%s%s (%zu tokens)\n",
               b.tokenizer_path.c_str(), vocab.model.c_str(), vocab.pre.empty() ? "" : ", pre ",
               vocab.pre.c_str(), vocab.tokens.size());
-  std::printf("tensors        2-D %s%s, 1-D F32\n", a.dtype.c_str(),
-              type == kGgmlTypeQ8_0 ? " (rows not a multiple of 32: F16)" : "");
+  const char* fallback = type == kGgmlTypeQ4_K ? " (rows not a multiple of 256: Q5_0, of 32: F16)"
+                         : type == kGgmlTypeQ8_0 || type == kGgmlTypeQ4_0
+                             ? " (rows not a multiple of 32: F16)"
+                             : "";
+  std::printf("tensors        2-D %s%s, 1-D F32\n", a.dtype.c_str(), fallback);
   std::printf("wrote          %s (%zu bytes)\n", a.out.c_str(), bytes.size());
   return 0;
 }
@@ -80,7 +87,8 @@ Action add_convert(CLI::App& parent) {
       "convert", "Write a checkpoint (llama2.c .bin, HF directory, GGUF) as a llama.cpp GGUF file");
   c->add_option("in", args->in, "model file or directory (as --model takes it)")->required();
   c->add_option("out", args->out, "the GGUF file to write")->required();
-  c->add_option("--dtype", args->dtype, "2-D tensors as fp32, fp16, bf16 or q8_0")
+  c->add_option("--dtype", args->dtype, "2-D tensors as fp32, fp16, bf16, q8_0, q4_0 or q4_k (rows that are not whole "
+                "blocks fall back as llama.cpp does: q4_k to q5_0, then to f16)")
       ->capture_default_str();
   c->add_option("--tokenizer,-z", args->tokenizer, "tokenizer file (default: found from the model)");
   return [args] { return run_convert(*args); };

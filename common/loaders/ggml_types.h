@@ -34,6 +34,8 @@ inline constexpr uint32_t kGgmlTypeF32 = 0;
 inline constexpr uint32_t kGgmlTypeF16 = 1;
 /// \brief ggml type id of Q4_0 blocks (gguf_quant_blocks.h).
 inline constexpr uint32_t kGgmlTypeQ4_0 = 2;
+/// \brief ggml type id of Q5_0 blocks (gguf_more_blocks.h).
+inline constexpr uint32_t kGgmlTypeQ5_0 = 6;
 /// \brief ggml type id of Q8_0 blocks.
 inline constexpr uint32_t kGgmlTypeQ8_0 = 8;
 /// \brief ggml type id of Q4_K super-blocks.

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/loaders/ggml_types.h"
+#include "common/loaders/gguf_quant_blocks.h"
 #include "common/loaders/gguf_writer.h"
 #include "common/tokenizer/hf_bpe_tokenizer.h"
 #include "common/tokenizer/llama_tokenizer.h"
@@ -142,7 +143,26 @@ uint32_t parse_gguf_dtype(const std::string& name) {
   if (name == "fp16") return kGgmlTypeF16;
   if (name == "bf16") return kGgmlTypeBF16;
   if (name == "q8_0") return kGgmlTypeQ8_0;
-  throw InvalidArgument("--dtype '" + name + "' is not one of fp32, fp16, bf16, q8_0");
+  if (name == "q4_0") return kGgmlTypeQ4_0;
+  if (name == "q4_k") return kGgmlTypeQ4_K;
+  throw InvalidArgument("--dtype '" + name + "' is not one of fp32, fp16, bf16, q8_0, q4_0, q4_k");
+}
+
+uint32_t gguf_row_type(uint32_t ggml_type, uint64_t row_length) {
+  if (ggml_type == kGgmlTypeQ4_K && row_length % kGgmlBlockK != 0) ggml_type = kGgmlTypeQ5_0;
+  const bool blocks32 = ggml_type == kGgmlTypeQ8_0 || ggml_type == kGgmlTypeQ4_0 ||
+                        ggml_type == kGgmlTypeQ5_0;
+  if (blocks32 && row_length % kGgmlBlock32 != 0) return kGgmlTypeF16;
+  return ggml_type;
+}
+
+int gguf_source_row(int file_row, int head_dim) {
+  const int h = file_row / head_dim, i = file_row % head_dim;
+  return h * head_dim + (i % 2) * (head_dim / 2) + i / 2;
+}
+
+bool gguf_permutes_qk(const ModelConfig& c) {
+  return c.architecture == "llama" && c.rope_style == RopeStyle::kRotateHalf;
 }
 
 GgufVocabulary gguf_vocabulary_of(const Tokenizer& tokenizer, int n_rows,
@@ -164,18 +184,15 @@ GgufVocabulary gguf_vocabulary_of(const Tokenizer& tokenizer, int n_rows,
 
 Model gguf_layout(Model m) {
   ModelConfig& c = m.config;
-  if (c.architecture != "llama" || c.rope_style != RopeStyle::kRotateHalf) return m;
-  const size_t hd = size_t(c.head_dim), half = hd / 2, cols = size_t(c.dim);
-  // (rows, cols) row-major, rows = heads * head_dim: row h*hd + a*half + j -> h*hd + 2j + a.
+  if (!gguf_permutes_qk(c)) return m;
+  const size_t cols = size_t(c.dim);
+  // (rows, cols) row-major, rows = heads * head_dim; empty (quantized elsewhere) stays empty.
   auto permute = [&](std::vector<float>& w, int heads) {
+    if (w.empty()) return;
     std::vector<float> out(w.size());
-    for (size_t h = 0; h < size_t(heads); ++h) {
-      for (size_t a = 0; a < 2; ++a) {
-        for (size_t j = 0; j < half; ++j) {
-          const float* src = &w[(h * hd + a * half + j) * cols];
-          std::copy(src, src + cols, &out[(h * hd + 2 * j + a) * cols]);
-        }
-      }
+    for (int r = 0; r < heads * c.head_dim; ++r) {
+      const float* src = &w[size_t(gguf_source_row(r, c.head_dim)) * cols];
+      std::copy(src, src + cols, &out[size_t(r) * cols]);
     }
     w = std::move(out);
   };
@@ -193,11 +210,10 @@ std::vector<uint8_t> export_gguf(const Model& model, const GgufVocabulary& vocab
     throw InvalidArgument(model.source + ": q/k/v biases outside qwen2 have no GGUF form");
   }
   const Model m = gguf_layout(model);
-  // llama.cpp: 1-D tensors stay F32; Q8_0 needs rows of whole 32-blocks, else F16.
+  // llama.cpp: 1-D tensors stay F32; rows that are not whole blocks fall back (gguf_row_type).
   const auto type_of = [ggml_type](const std::vector<uint64_t>& dims) -> uint32_t {
     if (dims.size() < 2) return kGgmlTypeF32;
-    if (ggml_type == kGgmlTypeQ8_0 && dims[0] % 32 != 0) return kGgmlTypeF16;
-    return ggml_type;
+    return gguf_row_type(ggml_type, dims[0]);
   };
   return save_gguf_typed(m, type_of, &vocab);
 }

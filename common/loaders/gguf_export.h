@@ -6,9 +6,9 @@
 ///
 /// ```
 /// Model (fp32 host) ──► llama.cpp layout ──► tensors: 1-D (norms, biases) F32,
-///   llama2.c .bin         llama: wq/wk rows      2-D in the chosen type (Q8_0 rows that are
-///   HF directory          permuted to adjacent   not whole blocks of 32 fall back to F16,
-///   GGUF                  pairs if rotate-half   as llama.cpp does)
+///   llama2.c .bin         llama: wq/wk rows      2-D in the chosen type; rows that are not
+///   HF directory          permuted to adjacent   whole blocks fall back as llama.cpp does
+///   GGUF                  pairs if rotate-half   (`gguf_row_type`)
 /// Tokenizer ──────────► tokenizer.ggml.*: "llama" (scores, token types) or "gpt2" (merges,
 ///                        tokenizer.ggml.pre named after the pre-tokenizer's patterns)
 /// ```
@@ -34,9 +34,24 @@
 
 namespace nanoserve {
 
-/// \brief The ggml type of a `--dtype` name: fp32, fp16, bf16 or q8_0; `InvalidArgument`
-/// listing them for any other.
+/// \brief The ggml type of a `--dtype` name: fp32, fp16, bf16, q8_0, q4_0 or q4_k;
+/// `InvalidArgument` listing them for any other.
 uint32_t parse_gguf_dtype(const std::string& name);
+
+/// \brief The type a 2-D tensor asked to be `ggml_type` is stored as, given its rows of
+/// `row_length` elements — llama.cpp's fallbacks: Q4_K needs whole 256-element super-blocks,
+/// else Q5_0 (`llama_tensor_get_type`'s fallback in llama-quantize); Q8_0, Q4_0 and Q5_0 need
+/// whole 32-element blocks, else F16 (both llama-quantize and `convert_hf_to_gguf.py`).
+/// stories260K (dim 64, hidden 172) as q4_k: 64-wide rows Q5_0, ffn_down's 172-wide rows F16.
+uint32_t gguf_row_type(uint32_t ggml_type, uint64_t row_length);
+
+/// \brief Whether `gguf_layout` permutes wq/wk of a model with config `c` (a `llama` model
+/// with rotate-half RoPE).
+bool gguf_permutes_qk(const ModelConfig& c);
+
+/// \brief The row of wq/wk (in the model's rotate-half order) that row `file_row` of the
+/// permuted GGUF tensor holds: file row h·hd + 2j + a ← model row h·hd + a·hd/2 + j.
+int gguf_source_row(int file_row, int head_dim);
 
 /// \brief The GGUF vocabulary of `tokenizer` (a `LlamaTokenizer` or `HfBpeTokenizer`), with
 /// `n_rows` tokens (the model's embedding rows; ids beyond the tokenizer's are padding);
@@ -49,8 +64,9 @@ GgufVocabulary gguf_vocabulary_of(const Tokenizer& tokenizer, int n_rows,
 /// \brief `model` with its tensors in the layout of a GGUF file of its architecture: a
 /// `llama` model with rotate-half RoPE (a Hugging Face checkpoint) has the rows of each head of
 /// wq and wk permuted so that adjacent pairs rotate together (llama.cpp's `permute`:
-/// row j → 2j, row j + head_dim/2 → 2j + 1), and its RoPE style becomes adjacent pairs.
-/// Mathematically the same model; others are returned unchanged.
+/// row j → 2j, row j + head_dim/2 → 2j + 1; `gguf_source_row`), and its RoPE style becomes
+/// adjacent pairs. Mathematically the same model; others are returned unchanged. Empty wq/wk
+/// vectors (linears kept quantized elsewhere) stay empty.
 Model gguf_layout(Model model);
 
 /// \brief The GGUF file: `gguf_layout(model)` with `vocab`, 2-D tensors as `ggml_type` (see the

@@ -26,6 +26,11 @@
 ///               x[64k + l]      = d·sc_2k   · (qs[32k + l] & 0x0F) − dmin·m_2k
 ///               x[64k + 32 + l] = d·sc_2k+1 · (qs[32k + l] >> 4)   − dmin·m_2k+1
 ///
+/// Q4_K's encoder fits each sub-block as x ≈ s·q − m with q ∈ 0..15 and m ≥ 0 (ggml's
+/// `make_qkx2_quants`: least squares weighted by |x| + the sub-block's RMS, over 21 slightly
+/// stretched grids), then stores s and m as 6-bit multiples of the super-block's d and dmin and
+/// requantizes against the stored values.
+///
 /// The GGUF parser rejects a tensor whose rows are not a whole number of blocks, so decoders
 /// always receive whole blocks.
 
@@ -52,5 +57,11 @@ std::vector<uint8_t> encode_q8_0(const std::vector<float>& values);
 /// \brief Q4_0 blocks of `values` (size a multiple of 32), as ggml's reference: d = m / −8
 /// with m the element of largest magnitude (sign kept), q = min(15, trunc(x / d + 8.5)).
 std::vector<uint8_t> encode_q4_0(const std::vector<float>& values);
+/// \brief Q5_0 blocks of `values` (size a multiple of 32), as ggml's reference: Q4_0's rule
+/// with d = m / −16 and 5-bit codes min(31, trunc(x / d + 16.5)).
+std::vector<uint8_t> encode_q5_0(const std::vector<float>& values);
+/// \brief Q4_K super-blocks of `values` (size a multiple of 256, else `InvalidArgument`), as
+/// ggml's reference `quantize_row_q4_K_ref` (see the file comment).
+std::vector<uint8_t> encode_q4_k(const std::vector<float>& values);
 
 }  // namespace nanoserve

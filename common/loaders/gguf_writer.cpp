@@ -107,9 +107,12 @@ std::vector<uint8_t> encode_floats(const std::vector<float>& values, uint32_t gg
     case kGgmlTypeF16: return encode_f16(values);
     case kGgmlTypeBF16: return encode_bf16(values);
     case kGgmlTypeQ8_0: return encode_q8_0(values);
+    case kGgmlTypeQ4_0: return encode_q4_0(values);
+    case kGgmlTypeQ5_0: return encode_q5_0(values);
+    case kGgmlTypeQ4_K: return encode_q4_k(values);
     default:
       throw InvalidArgument("encode_floats: ggml type " + std::to_string(ggml_type) +
-                            " is not F32, F16, BF16 or Q8_0");
+                            " is not F32, F16, BF16, Q8_0, Q4_0, Q5_0 or Q4_K");
   }
 }
 
@@ -120,7 +123,8 @@ std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
 }
 
 std::vector<uint8_t> save_gguf_typed(const Model& model, const GgufTensorTypeRule& type_of,
-                                     const GgufVocabulary* vocab) {
+                                     const GgufVocabulary* vocab,
+                                     const GgufEncodedTensors* encoded) {
   const ModelConfig& c = model.config;
   const bool qwen2 = c.architecture == "qwen2";
   if (c.architecture != "llama" && !qwen2) {
@@ -196,10 +200,27 @@ std::vector<uint8_t> save_gguf_typed(const Model& model, const GgufTensorTypeRul
     }
   }
   const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
+  size_t encoded_used = 0;
   auto add = [&](const std::string& name, const std::vector<uint64_t>& dims,
                  const std::vector<float>& t) {
-    const uint32_t type = type_of(dims);
-    w.add_tensor(name, dims, type, encode_floats(t, type));
+    const auto given = encoded != nullptr ? encoded->find(name) : GgufEncodedTensors::const_iterator{};
+    if (encoded == nullptr || given == encoded->end()) {
+      const uint32_t type = type_of(dims);
+      w.add_tensor(name, dims, type, encode_floats(t, type));
+      return;
+    }
+    const GgmlTypeInfo* info = find_ggml_type(given->second.ggml_type);
+    const uint64_t n = dims[0] * (dims.size() > 1 ? dims[1] : 1);
+    if (info == nullptr || dims[0] % info->block_size != 0 ||
+        given->second.bytes.size() != n / info->block_size * info->type_size) {
+      throw InvalidArgument("save_gguf: encoded tensor " + name + " has " +
+                            std::to_string(given->second.bytes.size()) + " bytes of type " +
+                            (info != nullptr ? info->name : std::to_string(given->second.ggml_type)) +
+                            ", which do not fit its " + std::to_string(dims[0]) + " x " +
+                            std::to_string(n / dims[0]) + " elements");
+    }
+    w.add_tensor(name, dims, given->second.ggml_type, given->second.bytes);
+    ++encoded_used;
   };
   if (!freq_factors.empty()) {  // F32, as llama.cpp writes it
     w.add_tensor("rope_freqs.weight", {freq_factors.size()}, kGgmlTypeF32,
@@ -226,6 +247,10 @@ std::vector<uint8_t> save_gguf_typed(const Model& model, const GgufTensorTypeRul
   }
   add("output_norm.weight", {d}, model.final_norm);
   if (!c.tied_classifier) add("output.weight", {d, v}, model.classifier);
+  if (encoded != nullptr && encoded_used != encoded->size()) {
+    throw InvalidArgument("save_gguf: " + std::to_string(encoded->size() - encoded_used) +
+                          " encoded tensor(s) name no tensor of a " + c.architecture + " file");
+  }
   return w.serialize();
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,9 +48,8 @@ GgufValue gguf_uint32(uint32_t x);
 GgufValue gguf_float32(float x);
 
 /// \brief Encodes fp32 values as ggml type `ggml_type`: F32, F16 or BF16 (round to nearest
-/// even), or Q8_0 (`encode_q8_0`, ggml's `quantize_row_q8_0_ref`; the size must be a multiple
-/// of 32); throws
-/// `InvalidArgument` for any other type.
+/// even), or Q8_0, Q4_0, Q5_0, Q4_K with ggml's reference quantizers (gguf_quant_blocks.h; the
+/// size must be a multiple of the block); throws `InvalidArgument` for any other type.
 std::vector<uint8_t> encode_floats(const std::vector<float>& values, uint32_t ggml_type);
 
 /// \brief `model` as a GGUF file of its architecture (`llama`, or `qwen2` with F32 q/k/v
@@ -66,10 +66,23 @@ std::vector<uint8_t> save_gguf(const Model& model, uint32_t ggml_type,
 /// \brief The ggml type a tensor of shape `dims` (innermost first) is stored as.
 using GgufTensorTypeRule = std::function<uint32_t(const std::vector<uint64_t>& dims)>;
 
+/// \brief A tensor already in its stored form: a ggml type and its bytes.
+struct GgufEncodedTensor {
+  uint32_t ggml_type = 0;     ///< ggml type id
+  std::vector<uint8_t> bytes;  ///< the blocks, rows back to back
+};
+
+/// \brief Tensors given already encoded, by GGUF name (e.g. "blk.0.attn_q.weight").
+using GgufEncodedTensors = std::map<std::string, GgufEncodedTensor>;
+
 /// \brief `save_gguf` with the type chosen per tensor by `type_of` (rope_freqs and q/k/v
 /// biases stay F32); the vocabulary's `pre`, `add_bos`/`add_eos` and chat template are
-/// written too.
+/// written too. A tensor named in `encoded` is written as given there instead of from
+/// `model` (whose vector for it may then be empty): how quantized linears are stored without a
+/// round trip through fp32. Throws `InvalidArgument` when an encoded tensor's byte count does
+/// not fit its shape and type, or when a name in `encoded` is not a tensor of the file.
 std::vector<uint8_t> save_gguf_typed(const Model& model, const GgufTensorTypeRule& type_of,
-                                     const GgufVocabulary* vocab = nullptr);
+                                     const GgufVocabulary* vocab = nullptr,
+                                     const GgufEncodedTensors* encoded = nullptr);
 
 }  // namespace nanoserve

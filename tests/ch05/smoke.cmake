@@ -70,6 +70,32 @@ add_test(NAME cli.generate_bad_version_nsqm
                  "{ printf 'NSQM\\x09\\x00\\x00\\x00'; head -c 72 /dev/zero; } > '${CMAKE_CURRENT_BINARY_DIR}/bad_version.nsqm' && exec '${NANOSERVE}' generate -m '${CMAKE_CURRENT_BINARY_DIR}/bad_version.nsqm' -n 4")
 set_tests_properties(cli.generate_truncated_nsqm PROPERTIES FIXTURES_REQUIRED ch05_nsqm)
 
+# nanoserve quantize --out FILE.gguf: lossless Q4_0/Q8_0 generating the NSQM file's story
+# (tests/cli/quantize_gguf_smoke.sh), and what GGUF cannot store refused before loading.
+add_test(NAME cli.quantize_gguf_round_trip
+         COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/cli/quantize_gguf_smoke.sh" ${NANOSERVE})
+set_tests_properties(cli.quantize_gguf_round_trip PROPERTIES LABELS "${CH05_CLI_LABELS}" SKIP_RETURN_CODE 77)
+add_test(NAME cli.quantize_gguf_group128
+         COMMAND ${CH05_EXPECT_FAILURE} "scheme int4-g128-sym has no GGUF form: GGUF stores int4-g32-sym [(]as Q4_0[)]"
+                 ${NANOSERVE} quantize -m synthetic:tiny --group 128 --out "${CMAKE_CURRENT_BINARY_DIR}/never.gguf")
+add_test(NAME cli.quantize_gguf_asym
+         COMMAND ${CH05_EXPECT_FAILURE} "scheme int8-g32-asym has no GGUF form"
+                 ${NANOSERVE} quantize -m synthetic:tiny --bits 8 --asym --out "${CMAKE_CURRENT_BINARY_DIR}/never.gguf")
+add_test(NAME cli.quantize_gguf_act_order
+         COMMAND ${CH05_EXPECT_FAILURE} "--act-order scatters a group's columns"
+                 ${NANOSERVE} quantize -m synthetic:tiny --method gptq --act-order --out "${CMAKE_CURRENT_BINARY_DIR}/never.gguf")
+add_test(NAME cli.quantize_gguf_q4_k_needs_rtn
+         COMMAND ${CH05_EXPECT_FAILURE} "--gguf-type q4_k runs ggml's own Q4_K quantizer .*not --method gptq"
+                 ${NANOSERVE} quantize -m synthetic:tiny --method gptq --gguf-type q4_k --out "${CMAKE_CURRENT_BINARY_DIR}/never.gguf")
+add_test(NAME cli.quantize_gguf_type_needs_gguf_out
+         COMMAND ${CH05_EXPECT_FAILURE} "--gguf-type q8_0 needs an --out that ends in .gguf"
+                 ${NANOSERVE} quantize -m synthetic:tiny --gguf-type q8_0 --out "${CMAKE_CURRENT_BINARY_DIR}/never.nsqm")
+add_test(NAME cli.quantize_gguf_byte_tokenizer
+         COMMAND ${CH05_EXPECT_FAILURE} "synthetic:tiny: its tokenizer .* has no GGUF form"
+                 ${NANOSERVE} quantize -m synthetic:tiny --out "${CMAKE_CURRENT_BINARY_DIR}/never.gguf")
+set_tests_properties(cli.quantize_gguf_group128 cli.quantize_gguf_asym cli.quantize_gguf_act_order
+  cli.quantize_gguf_q4_k_needs_rtn cli.quantize_gguf_type_needs_gguf_out cli.quantize_gguf_byte_tokenizer
+  PROPERTIES LABELS "${CH05_CLI_LABELS}")
 set_tests_properties(cli.quantize_unknown_method cli.quantize_bits3 cli.quantize_act_order_needs_gptq
   cli.generate_truncated_nsqm cli.generate_bad_version_nsqm
   PROPERTIES LABELS "${CH05_CLI_LABELS}")

@@ -12,7 +12,7 @@ found=0
 for src in stories260K.bin tinystories-656k; do
   if ! "$ns" info -m "$src" >/dev/null 2>&1; then echo "skipping $src: not found"; continue; fi
   found=1
-  for dtype in fp32 fp16 bf16 q8_0; do
+  for dtype in fp32 fp16 bf16 q8_0 q4_0 q4_k; do
     "$ns" convert "$src" "$tmp/$src.$dtype.gguf" --dtype "$dtype" >"$tmp/log" ||
       { cat "$tmp/log"; exit 1; }
     grep -q "wrote .*$src.$dtype.gguf" "$tmp/log" || { echo "no summary: $(cat "$tmp/log")"; exit 1; }

@@ -201,8 +201,56 @@ TEST(GgufExport, ByteLevelVocabulariesKeepTheirIdsThroughGguf) {
   }
 }
 
+// --dtype q4_0 / q4_k: every 2-D tensor through ggml's reference quantizer; rows that are not
+// whole blocks fall back as llama.cpp's quantizer does (Q4_K -> Q5_0 -> F16, Q4_0 -> F16).
+TEST(GgufExport, Q4_0AndQ4_KFallBackPerTensorAsLlamaCppDoes) {
+  ModelConfig c;  // rows of 256 (wq..w3 read dim), 96 (w2 reads hidden), vocab rows of 256
+  c.name = "k-shapes";
+  c.dim = 256;
+  c.hidden_dim = 96;
+  c.n_layers = 1;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 64;
+  c.vocab_size = 16;
+  c.max_seq_len = 8;
+  c.tied_classifier = false;
+  const Model m = make_synthetic_model(c, 5);
+  GgufVocabulary v;
+  v.model = "llama";
+  for (int i = 0; i < c.vocab_size; ++i) v.tokens.push_back("t" + std::to_string(i));
+  const std::pair<uint32_t, uint32_t> want_w2[] = {{kGgmlTypeQ4_K, kGgmlTypeQ5_0},
+                                                   {kGgmlTypeQ4_0, kGgmlTypeQ4_0}};
+  for (const auto& [type, w2_type] : want_w2) {
+    const std::vector<uint8_t> bytes = export_gguf(m, v, type);
+    const GgufFile f = parse_gguf(bytes.data(), bytes.size(), "q.gguf");
+    EXPECT_EQ(f.find_tensor("blk.0.attn_q.weight")->type->id, type);
+    EXPECT_EQ(f.find_tensor("token_embd.weight")->type->id, type);
+    EXPECT_EQ(f.find_tensor("blk.0.ffn_down.weight")->type->id, w2_type);
+    EXPECT_EQ(f.find_tensor("blk.0.ffn_norm.weight")->type->id, kGgmlTypeF32);
+    // Each tensor decodes to what its encoder wrote, and stays near the fp32 weights.
+    const Model got = model_from_gguf(f);
+    EXPECT_EQ(got.layers[0].w2, decode_tensor(find_ggml_type(w2_type)->decode,
+                                              encode_floats(m.layers[0].w2, w2_type).data(),
+                                              m.layers[0].w2.size(), "x", "w2"));
+    each_tensor(got, m, [&](const std::string& name, const std::vector<float>& g,
+                            const std::vector<float>& w) {
+      for (size_t i = 0; i < w.size(); ++i) {
+        // Uniform weights of std <= 1 (|w| < 1.8): a 4-bit step is about 3.5/15.
+        ASSERT_NEAR(g[i], w[i], 0.3f) << name << " " << i;
+      }
+    });
+  }
+  EXPECT_EQ(gguf_row_type(kGgmlTypeQ4_K, 172), kGgmlTypeF16);  // stories260K's ffn_down
+  EXPECT_EQ(gguf_row_type(kGgmlTypeQ4_K, 64), kGgmlTypeQ5_0);
+  EXPECT_EQ(gguf_row_type(kGgmlTypeQ4_0, 172), kGgmlTypeF16);
+  EXPECT_EQ(gguf_row_type(kGgmlTypeQ4_K, 512), kGgmlTypeQ4_K);
+}
+
 TEST(GgufExport, RefusesWhatGgufCannotHold) {
-  EXPECT_THROW(parse_gguf_dtype("q4_k"), InvalidArgument);
+  EXPECT_THROW(parse_gguf_dtype("q6_k"), InvalidArgument);
+  EXPECT_EQ(parse_gguf_dtype("q4_k"), kGgmlTypeQ4_K);
+  EXPECT_EQ(parse_gguf_dtype("q4_0"), kGgmlTypeQ4_0);
   EXPECT_EQ(parse_gguf_dtype("bf16"), kGgmlTypeBF16);
   const ByteTokenizer bytes_only(259);
   try {

@@ -1,8 +1,9 @@
 // llama.cpp as a peer (label `peer`): the npm package node-llama-cpp (prebuilt CPU llama.cpp,
 // pinned in peers/package-lock.json) runs the same GGUF files as nanoserve's oracle, through
 // peers/llama_cpp_greedy.mjs, and both must choose the same greedy tokens with next-token
-// probabilities within tolerance: stories260K (a trained model) and the synthetic Llama that
-// llama.cpp itself quantized (tests/data/gguf_llama_cpp/). Skipped, with a message, when node
+// probabilities within tolerance: stories260K (a trained model), the synthetic Llama that
+// llama.cpp itself quantized (tests/data/gguf_llama_cpp/), and files written by nanoserve convert
+// and nanoserve quantize (Q8_0, Q4_0 from GPTQ, Q4_K). Skipped, with a message, when node
 // or the npm packages are not installed (`cd peers && npm ci --ignore-scripts --omit=optional`).
 #include <gtest/gtest.h>
 
@@ -22,9 +23,13 @@
 #include "common/loaders/ggml_types.h"
 #include "common/loaders/gguf_export.h"
 #include "common/loaders/gguf_loader.h"
+#include "common/loaders/gguf_vocabulary.h"
+#include "common/loaders/synthetic_model.h"
 #include "common/model_bundle.h"
 #include "common/oracle/forward.h"
 #include "common/oracle/kv_store.h"
+#include "common/quant/quant_gguf.h"
+#include "common/quant/quantize_model.h"
 #include "common/tolerances.h"
 #include "test_support.h"
 
@@ -144,6 +149,65 @@ TEST(PeerLlamaCpp, FilesWrittenByNanoserveConvertRunTheSameInLlamaCpp) {
                                    : tol::kPeerLlamaCppConvertedQ8Probs.atol,
               type == kGgmlTypeF32 ? 16 : 8);
     }
+  }
+}
+
+/// `count` calibration sequences of `length` ids in [3, vocab) (a fixed pattern, no BOS).
+std::vector<std::vector<int>> pattern_sequences(int count, int length, int vocab) {
+  std::vector<std::vector<int>> seqs(size_t(count), std::vector<int>(size_t(length), 0));
+  for (int s = 0; s < count; ++s) {
+    for (int t = 0; t < length; ++t) seqs[size_t(s)][size_t(t)] = 3 + (37 * s + 11 * t * t) % (vocab - 3);
+  }
+  return seqs;
+}
+
+/// `model` quantized by `method` into the int4/int8 group-32 grid GGUF stores losslessly.
+quant::QuantizedModel quantized(const Model& model, quant::QuantMethod method, int bits) {
+  quant::QuantizeOptions o;
+  o.method = method;
+  o.scheme = quant::QuantScheme{bits, 32, true};
+  return quant::quantize_model(model, pattern_sequences(4, 32, model.config.vocab_size), o);
+}
+
+// GGUF files written by nanoserve quantize (common/quant/quant_gguf.h): llama.cpp loads them
+// and chooses the same greedy tokens as nanoserve's oracle on the same file. TinyStories-656K (a
+// trained Hugging Face llama, wq/wk permuted) as GPTQ int4 -> Q4_0 and RTN int8 -> Q8_0; and the
+// synthetic model of tests/data/gguf_llama_cpp (rows of 256, stories260K's vocabulary) as
+// GPTQ -> Q4_0 and Q4_K (ggml's quantizer in nanoserve).
+TEST(PeerLlamaCpp, FilesWrittenByNanoserveQuantizeRunTheSameInLlamaCpp) {
+  NANOSERVE_REQUIRE_PEER();
+  const std::optional<std::string> hf = find_data_file("tinystories-656k");
+  const std::optional<std::string> stories = find_data_file("stories260K.gguf");
+  if (!hf || !stories) GTEST_SKIP() << "tinystories-656k / stories260K.gguf not found; set NANOSERVE_DATA";
+  const ModelBundle b = load_model_bundle(*hf);
+  const GgufVocabulary v = gguf_vocabulary_of(*b.tokenizer, b.model.config.vocab_size, "", *hf);
+  for (const auto& [method, bits] : {std::pair{quant::QuantMethod::kGptq, 4}, {quant::QuantMethod::kRtn, 8}}) {
+    const std::string path = testing::write_temp_file(
+        std::string("tinystories-656k.") + quant::to_string(method) + (bits == 4 ? ".q4_0.gguf" : ".q8_0.gguf"),
+        quant::export_quantized_gguf(quantized(b.model, method, bits), v));
+    // As for convert's Q8_0: llama.cpp also rounds the activations to 8 bits.
+    compare(path, 16, {1}, tol::kPeerLlamaCppConvertedQ8Probs.atol, 8);
+  }
+  // peers/write_synthetic_gguf.cpp's shapes: every row a multiple of 256.
+  const GgufVocabulary sv = load_gguf_vocabulary(*stories);
+  ModelConfig c;
+  c.name = "synthetic-k256";
+  c.dim = 256;
+  c.hidden_dim = 512;
+  c.n_layers = 1;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 64;
+  c.vocab_size = int(sv.tokens.size());
+  c.max_seq_len = 256;
+  c.tied_classifier = false;
+  const Model m = make_synthetic_model(c, 2026);
+  const std::string q4_0 = testing::write_temp_file(
+      "synthetic.gptq.q4_0.gguf",
+      quant::export_quantized_gguf(quantized(m, quant::QuantMethod::kGptq, 4), sv));
+  const std::string q4_k = testing::write_temp_file("synthetic.q4_k.gguf", quant::export_q4_k_gguf(m, sv));
+  for (const std::string& path : {q4_0, q4_k}) {
+    compare(path, 8, {1, 300, 42, 7}, tol::kPeerLlamaCppQuantizedProbs.atol, 1);
   }
 }
 
