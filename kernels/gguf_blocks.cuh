@@ -1,23 +1,29 @@
 #pragma once
 /// \file
-/// \brief The device decoders of the GGUF block formats Q8_0, Q4_0 and Q4_K (kernels/gguf_linear.h)
-/// and the argument checks of their launchers. The GEMV (kernels/gguf_gemv.cu) and the
+/// \brief The device decoders of the GGUF block formats Q8_0, Q4_0 and Q4_K
+/// (kernels/gguf_linear.h) and the argument checks of their launchers. The GEMV (kernels/gguf_gemv.cu) and the
 /// dequantize kernel (kernels/gguf_dequantize.cu) both decode through the same three format
 /// policies, so the dequantize test's bitwise equality with the host decoders
 /// (common/loaders/gguf_quant_blocks.h, ggml's `dequantize_row_*`) covers the GEMV's weights
 /// too.
 ///
 /// A format cuts a row of blocks into **chunks**, the unit one lane loads and decodes, and a
-/// chunk into **pieces** of 8 consecutive columns (one 16-byte load of fp16/bf16 x, two of fp32):
+/// chunk into **pieces** of 8 consecutive columns (one 16-byte load of 16-bit x, two of fp32):
 /// ```
-///   Q8_0  chunk = 1 block   (32 cols, 34 B)  piece p = cols 8p..8p+7   = qs bytes 8p..8p+7
-///   Q4_0  chunk = 1 block   (32 cols, 18 B)  piece p < 2: low  nibbles of qs bytes 8p..8p+7
-///                                            piece p ≥ 2: high nibbles of bytes 8(p-2)..   (cols 8p..)
-///   Q4_K  chunk = ¼ super-block (64 cols):   header (d, dmin, scales: 16 B, shared by the 4
-///         lanes of a super-block) + qs[32k .. 32k+31] for quarter k = sub-blocks 2k and 2k+1
-///                                            piece p < 4: low  nibbles of bytes 8p.. (sub-block 2k)
-///                                            piece p ≥ 4: high nibbles of bytes 8(p-4).. (2k+1)
+///   Q8_0  chunk = ¼ block: d + qs[8k .. 8k+7]           1 piece:  cols 8k .. 8k+7
+///   Q4_0  chunk = ½ block: d + qs[8h .. 8h+7]           2 pieces: low nibbles = cols 8h ..,
+///                                                                 high nibbles = cols 16 + 8h ..
+///   Q4_K  chunk = ¼ super-block (quarter k):            8 pieces: low nibbles of qs bytes
+///         header (d, dmin, scales: 16 B) + qs[32k ..    8p .. (sub-block 2k, cols 8p ..), then
+///         32k+31] = sub-blocks 2k and 2k+1                        high nibbles (2k+1, cols 32 + ..)
 /// ```
+/// Neighbouring chunks of a row are neighbouring bytes, so when the lanes of a warp take
+/// neighbouring chunks each load instruction of the warp reads one contiguous stretch: 8 Q8_0
+/// or 16 Q4_0 blocks (272 / 288 bytes), or 8 Q4_K super-blocks (1152 bytes). Splitting a
+/// 34- or 18-byte block over several lanes keeps that stretch short: with one lane per block,
+/// each 2-byte load instruction would touch 32 blocks (1088 bytes, 9 cache lines) for 64 useful
+/// bytes. The lanes of one block load its d at the same address (one broadcast).
+///
 /// Each decoded weight is the exact fp32 value the host decoder computes: `d · q` (Q8_0) and
 /// `d · (q − 8)` (Q4_0) are exact products; Q4_K's `d1 = d · sc`, `m1 = dmin · m` are exact
 /// (11 × 6 significant bits) and so is `d1 · q` (17 × 4), so `d1 · q − m1` rounds once whether
@@ -134,85 +140,88 @@ __device__ __forceinline__ int byte_of(const uint4& v, int n) {
   return static_cast<int>((word_of(v, n >> 2) >> (8 * (n & 3))) & 0xffu);
 }
 
-/// \brief Q8_0: 32 elements in 34 bytes, `fp16 d | int8 q[32]`, x[j] = d · q[j].
+/// \brief Q8_0: 32 elements in 34 bytes, `fp16 d | int8 q[32]`, x[j] = d · q[j]. A chunk is a
+/// quarter block: 8 codes (one piece, columns 8k..8k+7 of block c / 4, k = c mod 4) and d.
 struct Q8_0Format {
-  static constexpr int kChunkCols = 32;  ///< columns per chunk (one block)
-  static constexpr int kPieces = 4;      ///< pieces per chunk
-  static constexpr int kUnroll = 4;      ///< chunks in flight per lane (4 · 34 bytes)
-  /// \brief One block in registers.
+  static constexpr int kChunkValues = 8;  ///< weights per chunk
+  static constexpr int kPieces = 1;       ///< pieces per chunk
+  static constexpr int kUnroll = 8;       ///< chunks in flight per lane (8 · 10 bytes)
+  /// \brief A quarter block in registers.
   struct Raw {
     unsigned d;     ///< fp16 bits of d
-    unsigned q[8];  ///< the 32 codes, 4 per word, code 0 in the low byte of q[0]
+    unsigned q[2];  ///< 8 codes, 4 per word, the first in the low byte of q[0]
   };
   /// \brief The decoded scale.
   struct Params {
     float d;  ///< d in fp32
   };
   /// \brief First column of `chunk` in its row.
-  __device__ __forceinline__ static int chunk_col(int chunk) { return chunk * kChunkCols; }
-  /// \brief Loads block `chunk` of the row starting at `row`.
+  __device__ __forceinline__ static int chunk_col(int chunk) {
+    return (chunk >> 2) * 32 + (chunk & 3) * 8;
+  }
+  /// \brief First column of piece `piece` (always 0) relative to chunk_col.
+  __device__ __forceinline__ static int piece_col(int piece) { return piece * kPiece; }
+  /// \brief Loads quarter `chunk & 3` of block `chunk >> 2` of the row starting at `row`.
   __device__ __forceinline__ static Raw load(const std::uint8_t* row, int chunk) {
-    const std::uint8_t* b = row + static_cast<std::int64_t>(chunk) * 34;
-    Raw r;
-    r.d = load_u16(b);
-    NS_UNROLL
-    for (int i = 0; i < 8; ++i) r.q[i] = load_u32_2aligned(b + 2 + 4 * i);
-    return r;
+    const std::uint8_t* b = row + static_cast<std::int64_t>(chunk >> 2) * 34;
+    const std::uint8_t* q = b + 2 + 8 * (chunk & 3);
+    return {load_u16(b), {load_u32_2aligned(q), load_u32_2aligned(q + 4)}};
   }
   /// \brief The block's scale.
   __device__ __forceinline__ static Params params(const Raw& r, int /*chunk*/) {
     return {half_bits(r.d)};
   }
-  /// \brief The weights of columns 8p..8p+7 of the chunk.
-  __device__ __forceinline__ static void piece(const Raw& r, const Params& p, int piece,
+  /// \brief The 8 weights of the chunk (`piece` is 0).
+  __device__ __forceinline__ static void piece(const Raw& r, const Params& p, int /*piece*/,
                                                float (&w)[kPiece]) {
     NS_UNROLL
     for (int j = 0; j < kPiece; ++j) {
-      const unsigned word = r.q[2 * piece + j / 4];
-      const int q = static_cast<signed char>((word >> (8 * (j % 4))) & 0xffu);
+      const int q = static_cast<signed char>((r.q[j / 4] >> (8 * (j % 4))) & 0xffu);
       w[j] = static_cast<float>(q) * p.d;
     }
   }
 };
 
 /// \brief Q4_0: 32 elements in 18 bytes, `fp16 d | qs[16]`; byte j holds element j (low
-/// nibble) and j + 16 (high nibble); x = d · (nibble − 8).
+/// nibble) and j + 16 (high nibble); x = d · (nibble − 8). A chunk is half a block: bytes
+/// 8h..8h+7 (h = c mod 2) and d, i.e. columns 8h.. (low nibbles, piece 0) and 16 + 8h.. (high
+/// nibbles, piece 1).
 struct Q4_0Format {
-  static constexpr int kChunkCols = 32;  ///< columns per chunk (one block)
-  static constexpr int kPieces = 4;      ///< pieces per chunk
-  static constexpr int kUnroll = 4;      ///< chunks in flight per lane (4 · 18 bytes)
-  /// \brief One block in registers.
+  static constexpr int kChunkValues = 16;  ///< weights per chunk
+  static constexpr int kPieces = 2;        ///< pieces per chunk
+  static constexpr int kUnroll = 8;        ///< chunks in flight per lane (8 · 10 bytes)
+  /// \brief Half a block in registers.
   struct Raw {
     unsigned d;     ///< fp16 bits of d
-    unsigned q[4];  ///< qs[0..15], byte 0 in the low byte of q[0]
+    unsigned q[2];  ///< qs[8h .. 8h+7], the first byte in the low byte of q[0]
   };
   /// \brief The decoded scale.
   struct Params {
     float d;  ///< d in fp32
   };
-  /// \brief First column of `chunk` in its row.
-  __device__ __forceinline__ static int chunk_col(int chunk) { return chunk * kChunkCols; }
-  /// \brief Loads block `chunk` of the row starting at `row`.
+  /// \brief First column of `chunk` (of its low nibbles) in its row.
+  __device__ __forceinline__ static int chunk_col(int chunk) {
+    return (chunk >> 1) * 32 + (chunk & 1) * 8;
+  }
+  /// \brief First column of piece `piece` relative to chunk_col: the high nibbles are 16 on.
+  __device__ __forceinline__ static int piece_col(int piece) { return piece * 16; }
+  /// \brief Loads half `chunk & 1` of block `chunk >> 1` of the row starting at `row`.
   __device__ __forceinline__ static Raw load(const std::uint8_t* row, int chunk) {
-    const std::uint8_t* b = row + static_cast<std::int64_t>(chunk) * 18;
-    Raw r;
-    r.d = load_u16(b);
-    NS_UNROLL
-    for (int i = 0; i < 4; ++i) r.q[i] = load_u32_2aligned(b + 2 + 4 * i);
-    return r;
+    const std::uint8_t* b = row + static_cast<std::int64_t>(chunk >> 1) * 18;
+    const std::uint8_t* q = b + 2 + 8 * (chunk & 1);
+    return {load_u16(b), {load_u32_2aligned(q), load_u32_2aligned(q + 4)}};
   }
   /// \brief The block's scale.
   __device__ __forceinline__ static Params params(const Raw& r, int /*chunk*/) {
     return {half_bits(r.d)};
   }
-  /// \brief The weights of columns 8p..8p+7: nibbles of bytes 8(p mod 2).., low for p < 2.
+  /// \brief The weights of piece `piece`: the low (0) or high (1) nibbles of the 8 bytes.
   __device__ __forceinline__ static void piece(const Raw& r, const Params& p, int piece,
                                                float (&w)[kPiece]) {
-    const int shift = piece >= 2 ? 4 : 0;
+    const int shift = piece == 1 ? 4 : 0;
     NS_UNROLL
     for (int j = 0; j < kPiece; ++j) {
-      const unsigned word = r.q[2 * (piece & 1) + j / 4];
-      const int q = static_cast<int>((word >> (8 * (j % 4) + shift)) & 0xfu) - 8;
+      const int q = static_cast<int>((r.q[j / 4] >> (8 * (j % 4) + shift)) & 0xfu) - 8;
       w[j] = static_cast<float>(q) * p.d;
     }
   }
@@ -222,9 +231,9 @@ struct Q4_0Format {
 /// sub-blocks of 32 with 6-bit scales and mins; a chunk is quarter k of a super-block:
 /// sub-blocks 2k (low nibbles of qs[32k..32k+31]) and 2k+1 (high nibbles).
 struct Q4_KFormat {
-  static constexpr int kChunkCols = 64;  ///< columns per chunk (a quarter super-block)
-  static constexpr int kPieces = 8;      ///< pieces per chunk
-  static constexpr int kUnroll = 2;      ///< chunks in flight per lane (2 · 48 bytes)
+  static constexpr int kChunkValues = 64;  ///< weights per chunk (a quarter super-block)
+  static constexpr int kPieces = 8;        ///< pieces per chunk
+  static constexpr int kUnroll = 2;        ///< chunks in flight per lane (2 · 48 bytes)
   /// \brief A quarter super-block in registers.
   struct Raw {
     uint4 head;  ///< d, dmin, scales[12]
@@ -239,8 +248,11 @@ struct Q4_KFormat {
   };
   /// \brief First column of `chunk` in its row.
   __device__ __forceinline__ static int chunk_col(int chunk) {
-    return (chunk >> 2) * 256 + (chunk & 3) * kChunkCols;
+    return (chunk >> 2) * 256 + (chunk & 3) * kChunkValues;
   }
+  /// \brief First column of piece `piece` relative to chunk_col: 8p (low nibbles for p < 4,
+  /// then the high nibbles 32 columns on).
+  __device__ __forceinline__ static int piece_col(int piece) { return piece * kPiece; }
   /// \brief Loads quarter `chunk & 3` of super-block `chunk >> 2` of the row at `row`.
   __device__ __forceinline__ static Raw load(const std::uint8_t* row, int chunk) {
     const std::uint8_t* b = row + static_cast<std::int64_t>(chunk >> 2) * 144;
@@ -293,9 +305,6 @@ struct Q4_KFormat {
     }
   }
 };
-
-/// \brief First column of piece `piece` within its chunk (the same rule for every format).
-__device__ __forceinline__ int piece_col(int piece) { return piece * kPiece; }
 
 /// \brief Calls `f(Format{})` with the format policy of `type`.
 template <typename F>

@@ -7,12 +7,11 @@
 //   - one warp per output row, 8 warps per 256-thread block; under Epilogue::kSwiGLU the warp
 //     sums gate row j, then up row j + rows/2, and stores silu(gate) · up;
 //   - lane l takes chunks l, l + 32, … of the row, `kUnroll` chunks' loads issued before the
-//     first is decoded. A chunk is one block for Q8_0 / Q4_0 and a quarter super-block for
-//     Q4_K, so a 4096-wide row keeps all 32 lanes busy in every format (128 Q8_0 / Q4_0 blocks,
-//     16 Q4_K super-blocks = 64 quarters: 4 lanes per super-block, each on 32 bytes of nibbles
-//     = sub-blocks 2k and 2k + 1);
-//   - neighbouring lanes read neighbouring blocks: a warp's loads cover 32 · 34 = 1088 (Q8_0),
-//     576 (Q4_0) or 32 · 36 = 1152 (Q4_K) contiguous bytes, so every byte fetched is used;
+//     first is decoded. A chunk is a quarter block (Q8_0: 8 weights), half a block (Q4_0: 16)
+//     or a quarter super-block (Q4_K: 64 = sub-blocks 2k and 2k + 1, 4 lanes per super-block),
+//     so a 4096-wide row has 512, 256 or 64 chunks: all 32 lanes busy in every format;
+//   - neighbouring lanes read neighbouring chunks: each load instruction of a warp reads one
+//     contiguous stretch of the row (gguf_blocks.cuh), and every byte fetched is used;
 //   - up to kGgufGemvMaxBatch (8) input vectors accumulate in registers (tiers 1 and 8: two
 //     kernels per format and type pair keep the compile time down; a batch of 2..7 runs the
 //     8-wide kernel, skipping the missing vectors), more in passes that read W again;
@@ -50,7 +49,7 @@ struct GgufChunks {
   std::int64_t row_bytes;      // bytes per row of blocks
   bool x_vector;               // x 16-byte aligned: pieces of x in 16-byte loads
 
-  __device__ __forceinline__ int chunks() const { return cols / F::kChunkCols; }
+  __device__ __forceinline__ int chunks() const { return cols / F::kChunkValues; }
 
   // acc[r][b] += W[row_of[r], chunk columns] · x_b[chunk columns] for chunks c, c + 32, …
   template <int kBatch, int kRows, int kCount, typename X>
@@ -71,7 +70,7 @@ struct GgufChunks {
       typename F::Params p[kRows];
       NS_UNROLL
       for (int r = 0; r < kRows; ++r) p[r] = F::params(raw[u][r], chunk);
-      const X* x_chunk = x + F::chunk_col(chunk);  // (kChunkCols) of x_0
+      const X* x_chunk = x + F::chunk_col(chunk);  // the chunk's first column of x_0
       NS_UNROLL
       for (int i = 0; i < F::kPieces; ++i) {
         float wv[kRows][kPiece];
@@ -80,7 +79,8 @@ struct GgufChunks {
         NS_UNROLL
         for (int b = 0; b < kBatch; ++b) {
           if (b < batch) {  // uniform across the warp
-            const X* xp = x_chunk + static_cast<std::int64_t>(b) * cols + gguf_detail::piece_col(i);
+            const X* xp =  // (kPiece) of x_b
+                x_chunk + static_cast<std::int64_t>(b) * cols + F::piece_col(i);
             float xv[kPiece];
             if (x_vector) {
               load_as_floats<kPiece>(xp, xv);
