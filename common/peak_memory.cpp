@@ -34,13 +34,13 @@ bool reset_peak() {
 struct Message {
   bool ok;
   std::int64_t peak;
-  std::int64_t reported;
+  std::array<std::int64_t, 4> reported;
   char error[512];
 };
 
 }  // namespace
 
-PeakMemory measure_peak_memory(const std::function<std::int64_t()>& work) {
+PeakMemory measure_peak_memory(const PeakMemoryWork& work) {
   PeakMemory result;
   int fd[2];
   if (pipe(fd) != 0) return result;

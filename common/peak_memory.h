@@ -10,6 +10,7 @@
 /// simulator's device allocations) out of the next. In the simulator the "device" is host
 /// memory too, so callers subtract the device bytes the work reports.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -20,13 +21,16 @@ namespace nanoserve {
 struct PeakMemory {
   bool ok = false;               ///< false: fork, the pipe or /proc/self/clear_refs failed
   std::int64_t peak_bytes = -1;  ///< VmHWM − VmRSS at the start of the work
-  std::int64_t reported = 0;     ///< what the work returned (e.g. device bytes)
+  std::array<std::int64_t, 4> reported{};  ///< what the work returned (e.g. device bytes)
   std::string error;             ///< the work's exception message, if it threw
 };
 
+/// \brief Up to four numbers the measured work reports back from the child.
+using PeakMemoryWork = std::function<std::array<std::int64_t, 4>()>;
+
 /// \brief Runs `work` in a child process and returns its peak resident memory above the
-/// child's start, and `work`'s return value. The child's exceptions are caught and reported in
+/// child's start, and `work`'s return values. The child's exceptions are caught and reported in
 /// `error` (with `ok` true: the measurement itself worked).
-PeakMemory measure_peak_memory(const std::function<std::int64_t()>& work);
+PeakMemory measure_peak_memory(const PeakMemoryWork& work);
 
 }  // namespace nanoserve

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -32,9 +33,11 @@ struct Peak {
 /// Peak memory of `load` in a child process (common/peak_memory.h); -1 when not measurable.
 template <class Load>
 Peak measure(Load&& load) {
-  const PeakMemory p = measure_peak_memory([&] { return load()->weight_bytes(); });
+  const PeakMemory p = measure_peak_memory([&] {
+    return std::array<std::int64_t, 4>{load()->weight_bytes(), 0, 0, 0};
+  });
   if (!p.ok || !p.error.empty()) return {-1, 0};
-  return {p.peak_bytes, p.reported};
+  return {p.peak_bytes, p.reported[0]};
 }
 
 TEST(Ch01DeviceModelMemory, StreamingAnHfCheckpointHoldsOneTensorNotAnFp32CopyOfTheModel) {
