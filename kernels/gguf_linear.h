@@ -52,7 +52,8 @@ __host__ __device__ inline int gguf_block_bytes(GgufBlockType type) {
 /// \brief A device view of a GGUF-quantized weight W (rows, cols): the row's blocks back to
 /// back, rows back to back (GGUF's layout: dims [cols, rows], innermost first). Non-owning,
 /// trivially copyable. `cols` must be a multiple of the block's element count (the GGUF parser
-/// guarantees it for files).
+/// guarantees it for files), and `blocks` aligned to 16 bytes for Q4_K, 2 for Q8_0 / Q4_0
+/// (every device allocation is, and so is a tensor at GGUF's 32-byte data alignment).
 struct GgufWeightView {
   const std::uint8_t* blocks = nullptr;      ///< rows × row_bytes() bytes
   int rows = 0;                              ///< output features
@@ -72,8 +73,9 @@ inline constexpr int kGgufGemvMaxBatch = 8;
 /// \brief `Y = X Wᵀ` with W decoded in registers (see the file comment), in passes of
 /// `kGgufGemvMaxBatch` rows. Epilogues as `launch_linear` (kStore, kAccumulate, kSwiGLU with W
 /// = [gate; up] and Y of rows / 2 columns). Throws std::invalid_argument for a bad view (null
-/// blocks, cols not a multiple of the block size, negative sizes), null or misaligned x / y,
-/// or an odd row count under kSwiGLU.
+/// or misaligned blocks, cols not a multiple of the block size, negative sizes), null x / y or
+/// x / y not aligned to their element size, or an odd row count under kSwiGLU. (A 16-byte
+/// aligned x is read in 16-byte loads, any other x element by element.)
 /// \tparam A activation type of X: float, __half or __nv_bfloat16
 /// \tparam O type of Y: A or float
 /// \param w        the packed weight
@@ -96,7 +98,8 @@ void launch_gguf_dequantize(const GgufWeightView& w, T* out, cudaStream_t stream
 /// \brief One GGUF linear layer for any number of rows: `launch_gguf_gemv` up to
 /// `kGgufGemvMaxBatch` rows; beyond, `launch_gguf_dequantize` into `scratch` (at least
 /// rows × cols elements of A; throws std::invalid_argument when it is null or smaller) and the
-/// dense `launch_linear<A, A, O>`. Parameters as `launch_gguf_gemv`.
+/// dense `launch_linear<A, A, O>`. Parameters as `launch_gguf_gemv`. The scratch is only
+/// checked and used beyond kGgufGemvMaxBatch rows, so a decode-only caller may pass none.
 template <typename A = float, typename O = A>
 void launch_gguf_linear(const GgufWeightView& w, const nondeduced_t<A>* x, nondeduced_t<O>* y,
                         int batch, nondeduced_t<A>* scratch, std::size_t scratch_elements,
