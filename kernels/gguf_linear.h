@@ -2,8 +2,8 @@
 /// \file
 /// \brief Linear layers whose weights stay in llama.cpp's GGUF block formats on the device —
 /// Q8_0, Q4_0 and Q4_K, byte for byte as the file stores them (layouts:
-/// common/loaders/gguf_quant_blocks.h) — so a Q4_K_M checkpoint of an 8B model occupies ~4.6 GB
-/// of device memory instead of 16 GB of bf16, and decode streams that many bytes per token.
+/// common/loaders/gguf_quant_blocks.h) — so a Q4_K or Q4_0 linear occupies 4.5 bits per weight of
+/// device memory instead of bf16's 16, and decode streams that many bytes per token.
 ///
 /// Two paths, as llama.cpp's CUDA backend has them:
 ///  - **GEMV** (decode, up to `kGgufGemvMaxBatch` input rows per pass): the blocks are decoded in
