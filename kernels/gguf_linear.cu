@@ -1,4 +1,4 @@
-// launch_gguf_linear: the GGUF GEMV for up to kGgufGemvMaxBatch rows (decode), dequantize into
+// launch_gguf_linear: the GGUF GEMV for up to kGgufLinearGemvMaxRows rows (decode), dequantize into
 // scratch + the dense launch_linear beyond (prefill; tensor cores for fp16/bf16). See
 // kernels/gguf_linear.h.
 #include <cstddef>
@@ -18,14 +18,14 @@ void launch_gguf_linear(const GgufWeightView& w, const nondeduced_t<A>* x, nonde
                         cudaStream_t stream, Epilogue epilogue) {
   constexpr const char* kOp = "launch_gguf_linear";
   if (check_gguf_linear_args(kOp, w, x, y, batch, sizeof(A), sizeof(O), epilogue)) return;
-  if (batch <= kGgufGemvMaxBatch) {
+  if (batch <= kGgufLinearGemvMaxRows) {
     launch_gguf_gemv<A, O>(w, x, y, batch, stream, epilogue);
     return;
   }
   const std::size_t need = static_cast<std::size_t>(w.rows) * static_cast<std::size_t>(w.cols);
   kargs::require(scratch != nullptr || need == 0, kOp,
                  "scratch is null for " + std::to_string(batch) + " rows (more than " +
-                     std::to_string(kGgufGemvMaxBatch) + " dequantize W into it)");
+                     std::to_string(kGgufLinearGemvMaxRows) + " dequantize W into it)");
   kargs::require(scratch_elements >= need, kOp,
                  "scratch_elements = " + std::to_string(scratch_elements) + " < rows x cols = " +
                      std::to_string(need));

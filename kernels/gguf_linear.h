@@ -6,7 +6,7 @@
 /// device memory instead of bf16's 16, and decode streams that many bytes per token.
 ///
 /// Two paths, as llama.cpp's CUDA backend has them:
-///  - **GEMV** (decode, up to `kGgufGemvMaxBatch` input rows per pass): the blocks are decoded in
+///  - **GEMV** (decode, up to `kGgufLinearGemvMaxRows` input rows, `kGgufGemvMaxBatch` per pass): the blocks are decoded in
 ///    registers as they are read and multiplied with the activations in fp32 (llama.cpp's
 ///    "MMV" idea: the weights never exist dequantized in memory). One warp per output row, the
 ///    lanes over consecutive blocks of the row, a `__shfl_xor_sync` reduction. Each weight is
@@ -67,7 +67,7 @@ struct GgufWeightView {
 };
 
 /// \brief Input rows the GEMV keeps in registers per pass over W; more rows run in several
-/// passes (`launch_gguf_linear` switches to dequantize + GEMM beyond this).
+/// passes (`launch_gguf_linear` switches to dequantize + GEMM beyond kGgufLinearGemvMaxRows).
 inline constexpr int kGgufGemvMaxBatch = 8;
 
 /// \brief `Y = X Wᵀ` with W decoded in registers (see the file comment), in passes of
@@ -95,11 +95,19 @@ void launch_gguf_gemv(const GgufWeightView& w, const nondeduced_t<A>* x, nondedu
 template <typename T>
 void launch_gguf_dequantize(const GgufWeightView& w, T* out, cudaStream_t stream);
 
+/// \brief Rows up to this run `launch_gguf_linear` as the GEMV (in passes of
+/// kGgufGemvMaxBatch), more as dequantize + GEMM. Two GEMV passes read 2 × 4.5 bits per Q4 weight;
+/// dequantizing writes and reads 16 (and the dense path would still be a GEMV up to
+/// kLinearGemvMaxRows), so the switch sits where the dense one does: a reasoned choice, for a
+/// GPU run (`bench_kernels`) to revisit.
+inline constexpr int kGgufLinearGemvMaxRows = 16;
+
 /// \brief One GGUF linear layer for any number of rows: `launch_gguf_gemv` up to
-/// `kGgufGemvMaxBatch` rows; beyond, `launch_gguf_dequantize` into `scratch` (at least
+/// `kGgufLinearGemvMaxRows` rows; beyond, `launch_gguf_dequantize` into `scratch` (at least
 /// rows × cols elements of A; throws std::invalid_argument when it is null or smaller) and the
-/// dense `launch_linear<A, A, O>`. Parameters as `launch_gguf_gemv`. The scratch is only
-/// checked and used beyond kGgufGemvMaxBatch rows, so a decode-only caller may pass none.
+/// dense `launch_linear<A, A, O>` (the tensor-core GEMM for fp16/bf16). Parameters as
+/// `launch_gguf_gemv`. The scratch is only checked and used beyond kGgufLinearGemvMaxRows rows,
+/// so a decode-only caller may pass none.
 template <typename A = float, typename O = A>
 void launch_gguf_linear(const GgufWeightView& w, const nondeduced_t<A>* x, nondeduced_t<O>* y,
                         int batch, nondeduced_t<A>* scratch, std::size_t scratch_elements,

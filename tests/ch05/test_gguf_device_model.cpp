@@ -46,7 +46,7 @@ TEST_P(Ch05GgufDeviceModel, PackedLinearsMatchTheOracleOnTheDecodedFile) {
 
   const Model reference = gguf_oracle_model(reader, DType::kF32);
   const std::vector<int> prompt = tokens(24, c.vocab_size);
-  {  // Prefill: 24 rows, more than kGgufGemvMaxBatch: dequantize into the scratch + GEMM.
+  {  // Prefill: 24 rows, more than kGgufLinearGemvMaxRows: dequantize into the scratch + GEMM.
     ModelRunner runner(packed, {24, 24});
     NaiveKVCache cache(c, DType::kF32, 32, 1);
     testing::expect_close(kernel_logits(runner, cache)(prompt),
@@ -122,9 +122,11 @@ TEST(Ch05GgufDeviceLinear, StacksBlocksOfOneTypeAndRefusesMixedOnes) {
   EXPECT_EQ(wa.stacked_with({&w4}), nullptr);
   EXPECT_THROW(GgufDeviceLinear(GgufBlockType::kQ4_K, 1, 64, qa.data(), nullptr), InvalidArgument);
   // More rows than the GEMV takes and no scratch for the GEMM path: a clear error.
-  std::vector<float> x9(9 * 64, 1.0f);
-  DeviceBuffer<float> dx9(x9), dy9(9 * 7);
-  EXPECT_THROW(ab->apply(dx9.get(), dy9.get(), 9, nullptr, Epilogue::kStore), std::invalid_argument);
+  const int many = kGgufLinearGemvMaxRows + 1;
+  std::vector<float> xm(std::size_t(many) * 64, 1.0f);
+  DeviceBuffer<float> dxm(xm), dym(std::size_t(many) * 7);
+  EXPECT_THROW(ab->apply(dxm.get(), dym.get(), many, nullptr, Epilogue::kStore),
+               std::invalid_argument);
 }
 
 }  // namespace

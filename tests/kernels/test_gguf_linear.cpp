@@ -1,6 +1,6 @@
 // GGUF weights kept packed on the device (kernels/gguf_linear.h): the dequantize kernel gives
 // bitwise the fp32 values of the loaders' decoders (ggml's dequantize_row_*), rounded once to
-// fp16/bf16; the GEMV and launch_gguf_linear (GEMV up to kGgufGemvMaxBatch rows, dequantize +
+// fp16/bf16; the GEMV and launch_gguf_linear (GEMV up to kGgufLinearGemvMaxRows rows, dequantize +
 // launch_linear beyond) match oracle::matmul on those decoded weights for every block type,
 // every (activation, output) pair and every epilogue, at awkward sizes (rows 1, 3, 17, 64;
 // cols 32, 96, 256, 512 — Q4_K only whole 256-element super-blocks) and batches 0, 1, 3, 8, 9,
@@ -145,7 +145,7 @@ class GgufLinear : public testing::DeviceTest {
     DeviceBuffer<A> dx = testing::upload_as<A>(x);
     DeviceBuffer<O> dy = testing::upload_as<O>(y_with_guard);
     // Beyond the GEMV rows launch_gguf_linear multiplies W rounded to A (the scratch matrix).
-    const bool gemm = via_linear && batch > kGgufGemvMaxBatch;
+    const bool gemm = via_linear && batch > kGgufLinearGemvMaxRows;
     const std::vector<float> w_used = gemm ? testing::rounded<A>(w.decoded) : w.decoded;
     if (via_linear) {
       DeviceBuffer<A> scratch(std::size_t(rows_w) * std::size_t(cols));
@@ -187,7 +187,8 @@ TYPED_TEST(GgufLinear, MatchesTheOracleForEveryTypeEpilogueAndBatch) {
   for (GgufBlockType type : testing::gguf_block_types()) {
     const std::vector<std::pair<int, int>> shapes = shapes_for(type);
     for (Epilogue e : {Epilogue::kStore, Epilogue::kAccumulate, Epilogue::kSwiGLU}) {
-      for (int batch : {0, 1, 3, kGgufGemvMaxBatch, kGgufGemvMaxBatch + 1, 17}) {
+      for (int batch : {0, 1, 3, kGgufGemvMaxBatch, kGgufGemvMaxBatch + 1, kGgufLinearGemvMaxRows,
+                        kGgufLinearGemvMaxRows + 1}) {
         for (bool via_linear : {false, true}) {
           // Shapes cycle with the case number: every shape meets several batches and epilogues.
           const auto& [rows, cols] = shapes[std::size_t(n * 5) % shapes.size()];

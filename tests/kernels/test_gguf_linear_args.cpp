@@ -108,7 +108,7 @@ TEST_F(GgufLinearArgs, RejectsAnOddRowCountUnderSwiglu) {
 
 TEST_F(GgufLinearArgs, LinearNeedsAScratchOfRowsTimesColsOnlyBeyondTheGemv) {
   const testing::GgufWeight w(GgufBlockType::kQ4_0, 4, 64, 13);
-  const int many = kGgufGemvMaxBatch + 1;
+  const int many = kGgufLinearGemvMaxRows + 1;
   DeviceBuffer<float> x(std::size_t(many) * 64), y(std::size_t(many) * 4);
   expect_rejected(
       [&] { launch_gguf_linear<float>(w.view(), x.get(), y.get(), many, nullptr, 0, nullptr); },
@@ -121,8 +121,8 @@ TEST_F(GgufLinearArgs, LinearNeedsAScratchOfRowsTimesColsOnlyBeyondTheGemv) {
       },
       "launch_gguf_linear", "scratch_elements = 255 < rows x cols = 256");
   // Decode-sized batches never touch the scratch: a decode-only caller may pass none.
-  EXPECT_NO_THROW(launch_gguf_linear<float>(w.view(), x.get(), y.get(), kGgufGemvMaxBatch,
-                                            nullptr, 0, nullptr));
+  EXPECT_NO_THROW(launch_gguf_linear<float>(w.view(), x.get(), y.get(),
+                                            kGgufLinearGemvMaxRows, nullptr, 0, nullptr));
 }
 
 TEST_F(GgufLinearArgs, DequantizeRejectsABadViewOrANullOutput) {

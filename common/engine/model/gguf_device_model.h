@@ -33,7 +33,7 @@ std::optional<GgufBlockType> gguf_packed_type(std::uint32_t ggml_type);
 
 /// \brief A GGUF Q8_0 / Q4_0 / Q4_K weight (rows, cols) on the device as the file stores it,
 /// applied with `launch_gguf_linear`: the GEMV decoding blocks in registers for up to
-/// `kGgufGemvMaxBatch` rows, else dequantize into a scratch matrix shared by the model's GGUF
+/// `kGgufLinearGemvMaxRows` rows, else dequantize into a scratch matrix shared by the model's GGUF
 /// layers (they run one after another on one stream) and the dense GEMM.
 ///
 /// \par Example
