@@ -49,9 +49,10 @@ std::unique_ptr<engine::DeviceModel> load(const ModelConfig& config,
                                           const std::optional<ModelBundle>& bundle, DType dtype) {
   if (!bundle) {
     return std::make_unique<engine::DeviceModel>(
-        config, dtype, [&config](const std::string& name, int layer, std::size_t) {
+        config, dtype,
+        engine::whole_tensor_source([&config](const std::string& name, int layer) {
           return synthetic_tensor(config, kDefaultSyntheticSeed, name, layer);
-        });
+        }));
   }
   return std::make_unique<engine::DeviceModel>(bundle->model, dtype);
 }

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "common/engine/model/device_info.h"
+#include "common/engine/model/gguf_device_model.h"
 #include "common/engine/model/quantized_bundle.h"
 #include "common/error.h"
 #include "common/engine/model/quantized_device_model.h"
@@ -33,11 +34,14 @@ std::unique_ptr<engine::DeviceModel> ModelSource::to_device(DType dtype) const {
   if (quantized) {
     return std::make_unique<engine::DeviceModel>(engine::make_quantized_device_model(*quantized, dtype));
   }
+  if (gguf) return std::make_unique<engine::DeviceModel>(engine::make_gguf_device_model(*gguf, dtype));
   if (streamed) {
     const std::shared_ptr<const HfCheckpointReader> r = streamed;
     return std::make_unique<engine::DeviceModel>(
         r->config(), dtype,
-        [r](const std::string& name, int layer, std::size_t) { return r->read(name, layer); });
+        [r](const std::string& name, int layer, std::size_t offset, std::size_t count) {
+          return r->read(name, layer, offset, count);
+        });
   }
   return std::make_unique<engine::DeviceModel>(model, dtype);
 }
@@ -46,10 +50,17 @@ ModelSource load_model_source(const std::string& model_spec, const std::string& 
                               bool device_only) {
   ModelSource s;
   std::string path;
-  if (device_only && !engine::is_quantized_model_file(model_spec) &&
-      detect_model_format(model_spec, &path) == ModelFormat::kHuggingFace) {
-    s.streamed = std::make_shared<const HfCheckpointReader>(path);
-    s.model.config = s.streamed->config();
+  const ModelFormat format = device_only && !engine::is_quantized_model_file(model_spec)
+                                 ? detect_model_format(model_spec, &path)
+                                 : ModelFormat::kSynthetic;
+  if (format == ModelFormat::kHuggingFace || format == ModelFormat::kGguf) {
+    if (format == ModelFormat::kGguf) {
+      s.gguf = std::make_shared<const GgufCheckpointReader>(path);
+      s.model.config = s.gguf->config();
+    } else {
+      s.streamed = std::make_shared<const HfCheckpointReader>(path);
+      s.model.config = s.streamed->config();
+    }
     s.model.source = path;
     TokenizerBundle t = load_model_tokenizer(model_spec, tokenizer_spec);
     if (t.tokenizer->vocab_size() > s.model.config.vocab_size) {

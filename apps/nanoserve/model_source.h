@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/engine/model/device_model.h"
+#include "common/loaders/gguf_reader.h"
 #include "common/loaders/hf_loader.h"
 #include "common/model.h"
 #include "common/quant/quantized_model.h"
@@ -29,6 +30,9 @@ struct ModelSource {
   /// \brief Set when the weights stay in the checkpoint until `to_device` streams them (a
   /// Hugging Face directory loaded for the device only): `model` then holds the config alone.
   std::shared_ptr<const HfCheckpointReader> streamed;
+  /// \brief Set, likewise, for a GGUF file loaded for the device only: `to_device` uploads it
+  /// with its Q8_0 / Q4_0 / Q4_K linears packed (engine/model/gguf_device_model.h).
+  std::shared_ptr<const GgufCheckpointReader> gguf;
 
   /// \brief The weights on the device: dense in `dtype`, or the quantized linears with the rest
   /// (and the KV cache) in `dtype`.
@@ -37,9 +41,9 @@ struct ModelSource {
 
 /// \brief Loads `model_spec` — an NSQM file (recognized by its magic bytes) or anything
 /// `load_model_bundle` accepts — and its tokenizer (`tokenizer_spec`, or found from the model).
-/// With `device_only` a Hugging Face directory is only opened (`streamed`): `to_device` then
-/// uploads its tensors one at a time, and the host never holds an fp32 copy of the model
-/// (docs/design.md, "What the loaders read": the measured peak memory).
+/// With `device_only` a Hugging Face directory or a GGUF file is only opened (`streamed`,
+/// `gguf`): `to_device` then uploads its tensors range by range, and the host never holds an
+/// fp32 copy of the model (docs/design.md, "What the loaders read": the measured peak memory).
 ModelSource load_model_source(const std::string& model_spec, const std::string& tokenizer_spec,
                               bool device_only = false);
 

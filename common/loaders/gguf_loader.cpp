@@ -52,15 +52,19 @@ const GgufTensorInfo& require_tensor(const GgufFile& f, const std::string& name)
   return *t;
 }
 
+void check_shape(const GgufFile& f, const GgufTensorInfo& t, const std::vector<uint64_t>& dims) {
+  if (t.dims != dims) {
+    throw LoadError(f.name, t.name,
+                    "has shape " + dims_to_string(t.dims) + ", expected " + dims_to_string(dims) +
+                        " (GGUF order, innermost first)");
+  }
+}
+
 /// Decodes tensor `name` after checking its shape (innermost first) and type.
 std::vector<float> read_tensor(const GgufFile& f, const std::string& name,
                                const std::vector<uint64_t>& dims) {
   const GgufTensorInfo& t = require_tensor(f, name);
-  if (t.dims != dims) {
-    throw LoadError(f.name, name,
-                    "has shape " + dims_to_string(t.dims) + ", expected " + dims_to_string(dims) +
-                        " (GGUF order, innermost first)");
-  }
+  check_shape(f, t, dims);
   if (t.type->decode == nullptr) {
     throw LoadError(f.name, name,
                     std::string("ggml type ") + t.type->name +
@@ -149,36 +153,67 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   return c;
 }
 
+GgufField gguf_field(const ModelConfig& c, const std::string& field, int layer) {
+  const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
+  if (field == "token_embedding") return {"token_embd.weight", {d, v}};
+  if (field == "final_norm") return {"output_norm.weight", {d}};
+  if (field == "classifier") return {"output.weight", {d, v}};
+  const std::string b = "blk." + std::to_string(layer) + ".";
+  if (field == "attn_norm") return {b + "attn_norm.weight", {d}};
+  if (field == "wq") return {b + "attn_q.weight", {d, q}};
+  if (field == "wk") return {b + "attn_k.weight", {d, kv}};
+  if (field == "wv") return {b + "attn_v.weight", {d, kv}};
+  if (field == "bq") return {b + "attn_q.bias", {q}};
+  if (field == "bk") return {b + "attn_k.bias", {kv}};
+  if (field == "bv") return {b + "attn_v.bias", {kv}};
+  if (field == "wo") return {b + "attn_output.weight", {q, d}};
+  if (field == "ffn_norm") return {b + "ffn_norm.weight", {d}};
+  if (field == "w1") return {b + "ffn_gate.weight", {d, h}};
+  if (field == "w2") return {b + "ffn_down.weight", {h, d}};
+  if (field == "w3") return {b + "ffn_up.weight", {d, h}};
+  throw InvalidArgument("gguf_loader: no Model field '" + field + "'");
+}
+
+const GgufTensorInfo& gguf_field_tensor(const GgufFile& f, const ModelConfig& c,
+                                        const std::string& field, int layer) {
+  const GgufField g = gguf_field(c, field, layer);
+  const GgufTensorInfo& t = require_tensor(f, g.tensor);
+  check_shape(f, t, g.dims);
+  return t;
+}
+
 Model model_from_gguf(const GgufFile& f) {
   Model m;
   m.source = f.name;
   m.config = gguf_model_config(f);
   const ModelConfig& c = m.config;
-  const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
   // Tensor byte ranges were checked against the file when parsing, so the memory allocated
   // below is bounded by the file size (times 2 for fp16/bf16 sources).
-  m.token_embedding = read_tensor(f, "token_embd.weight", {d, v});
+  auto read = [&](const char* field, int layer) {
+    const GgufField g = gguf_field(c, field, layer);
+    return read_tensor(f, g.tensor, g.dims);
+  };
+  m.token_embedding = read("token_embedding", -1);
   m.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
     LayerWeights& w = m.layers[l];
-    w.attn_norm = read_tensor(f, b + "attn_norm.weight", {d});
-    w.wq = read_tensor(f, b + "attn_q.weight", {d, q});
-    w.wk = read_tensor(f, b + "attn_k.weight", {d, kv});
-    w.wv = read_tensor(f, b + "attn_v.weight", {d, kv});
+    w.attn_norm = read("attn_norm", l);
+    w.wq = read("wq", l);
+    w.wk = read("wk", l);
+    w.wv = read("wv", l);
     if (c.attention_bias) {
-      w.bq = read_tensor(f, b + "attn_q.bias", {q});
-      w.bk = read_tensor(f, b + "attn_k.bias", {kv});
-      w.bv = read_tensor(f, b + "attn_v.bias", {kv});
+      w.bq = read("bq", l);
+      w.bk = read("bk", l);
+      w.bv = read("bv", l);
     }
-    w.wo = read_tensor(f, b + "attn_output.weight", {q, d});
-    w.ffn_norm = read_tensor(f, b + "ffn_norm.weight", {d});
-    w.w1 = read_tensor(f, b + "ffn_gate.weight", {d, h});
-    w.w2 = read_tensor(f, b + "ffn_down.weight", {h, d});
-    w.w3 = read_tensor(f, b + "ffn_up.weight", {d, h});
+    w.wo = read("wo", l);
+    w.ffn_norm = read("ffn_norm", l);
+    w.w1 = read("w1", l);
+    w.w2 = read("w2", l);
+    w.w3 = read("w3", l);
   }
-  m.final_norm = read_tensor(f, "output_norm.weight", {d});
-  if (!c.tied_classifier) m.classifier = read_tensor(f, "output.weight", {d, v});
+  m.final_norm = read("final_norm", -1);
+  if (!c.tied_classifier) m.classifier = read("classifier", -1);
   m.validate();
   return m;
 }

@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/loaders/gguf_file.h"
 #include "common/model.h"
@@ -43,6 +44,23 @@ namespace nanoserve {
 
 /// \brief The `ModelConfig` described by a GGUF file's `llama.*` metadata and tensor shapes.
 ModelConfig gguf_model_config(const GgufFile& file);
+
+/// \brief Where a `Model` field lives in a GGUF file: the tensor's name and its dims (innermost
+/// first).
+struct GgufField {
+  std::string tensor;          ///< e.g. "blk.3.attn_q.weight"
+  std::vector<uint64_t> dims;  ///< e.g. {dim, q_dim}
+};
+
+/// \brief The GGUF tensor of `Model` field `field` ("token_embedding", "attn_norm", "wq", …,
+/// "bq", "final_norm", "classifier") of `layer` (-1 for model-wide fields), per the table of the
+/// file comment. Throws `InvalidArgument` for an unknown field.
+GgufField gguf_field(const ModelConfig& config, const std::string& field, int layer);
+
+/// \brief The tensor info of `field` / `layer` in `file`, its shape checked against `config`;
+/// throws `LoadError` naming the tensor when it is missing or misshapen.
+const GgufTensorInfo& gguf_field_tensor(const GgufFile& file, const ModelConfig& config,
+                                        const std::string& field, int layer);
 
 /// \brief The whole `Model` of a parsed GGUF file (every tensor decoded to fp32 and checked).
 Model model_from_gguf(const GgufFile& file);

@@ -177,7 +177,8 @@ class TensorSource {
     return read(t, name, shape);
   }
   std::vector<float> read(const StoredTensor& st, const std::string& name,
-                          const std::vector<uint64_t>& shape) const {
+                          const std::vector<uint64_t>& shape, uint64_t offset = 0,
+                          uint64_t count = UINT64_MAX) const {
     const SafetensorsTensor& t = *st.tensor;
     if (t.shape != shape) {
       throw LoadError(st.file->name, name,
@@ -188,8 +189,10 @@ class TensorSource {
           st.file->name, name,
           std::string("dtype ") + t.dtype->name + " is not supported (supported: F32, F16, BF16)");
     }
-    return decode_tensor(t.dtype->decode, st.file->tensor_data(t), t.n_elements, st.file->name,
-                         name);
+    if (offset > t.n_elements) offset = t.n_elements;
+    count = std::min(count, t.n_elements - offset);
+    return decode_tensor(t.dtype->decode, st.file->tensor_data(t) + offset * t.dtype->element_size, count,
+                         st.file->name, name);
   }
   /// The file named in a "tensor is missing" error: the only file, or the first shard.
   std::string where() const { return files_.size() == 1 ? files_[0].name : files_[0].name + " (and the other shards)"; }
@@ -202,13 +205,14 @@ class TensorSource {
 /// The HF tensor behind Model field `field` of `layer` (-1: model-wide), decoded to fp32 with
 /// its shape checked; `used` receives where it was stored.
 std::vector<float> read_field(const TensorSource& src, const ModelConfig& c,
-                              const std::string& field, int layer, StoredTensor* used = nullptr) {
+                              const std::string& field, int layer, StoredTensor* used = nullptr,
+                              uint64_t offset = 0, uint64_t count = UINT64_MAX) {
   const uint64_t d = c.dim, h = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
   auto read = [&](const std::string& name, const std::vector<uint64_t>& shape) {
     const StoredTensor t = src.resolve(name);
     if (t.tensor == nullptr) throw LoadError(src.where(), name, "tensor is missing");
     if (used) *used = t;
-    return src.read(t, name, shape);
+    return src.read(t, name, shape, offset, count);
   };
   if (field == "token_embedding") {
     const std::string embed = "model.embed_tokens.weight";
@@ -216,7 +220,7 @@ std::vector<float> read_field(const TensorSource& src, const ModelConfig& c,
     if (embedding.tensor == nullptr && c.tied_classifier) embedding = src.resolve("lm_head.weight");
     if (embedding.tensor == nullptr) throw LoadError(src.where(), embed, "tensor is missing");
     if (used) *used = embedding;
-    return src.read(embedding, embed, {v, d});
+    return src.read(embedding, embed, {v, d}, offset, count);
   }
   if (field == "final_norm") return read("model.norm.weight", {d});
   if (field == "classifier") return read("lm_head.weight", {v, d});
@@ -472,16 +476,24 @@ HfCheckpointReader::~HfCheckpointReader() = default;
 const ModelConfig& HfCheckpointReader::config() const { return impl_->config; }
 
 std::vector<float> HfCheckpointReader::read(const std::string& field, int layer) const {
+  return read(field, layer, 0, SIZE_MAX);
+}
+
+std::vector<float> HfCheckpointReader::read(const std::string& field, int layer,
+                                            std::size_t offset, std::size_t count) const {
   StoredTensor used;
-  std::vector<float> values = read_field(*impl_->src, impl_->config, field, layer, &used);
-  // The mapped pages of the tensor are not needed again: drop them from this process (they stay
-  // in the page cache), so that resident memory holds one tensor, not the whole file.
+  std::vector<float> values =
+      read_field(*impl_->src, impl_->config, field, layer, &used, offset, count);
+  // The mapped pages just read are not needed again: drop them from this process (they stay
+  // in the page cache), so that resident memory holds one range, not the whole file.
   if (used.tensor != nullptr) {
     const long page = sysconf(_SC_PAGESIZE);
-    const uintptr_t from = reinterpret_cast<uintptr_t>(used.file->tensor_data(*used.tensor));
-    const uintptr_t to = from + (used.tensor->end - used.tensor->begin);
+    const uint64_t element = used.tensor->dtype->element_size;
+    const uintptr_t from =
+        reinterpret_cast<uintptr_t>(used.file->tensor_data(*used.tensor)) + offset * element;
+    const uintptr_t to = from + values.size() * element;
     const uintptr_t start = from / uintptr_t(page) * uintptr_t(page);
-    madvise(reinterpret_cast<void*>(start), to - start, MADV_DONTNEED);
+    if (to > start) madvise(reinterpret_cast<void*>(start), to - start, MADV_DONTNEED);
   }
   return values;
 }
@@ -564,6 +576,8 @@ std::vector<SafetensorsEntry> hf_entries(const Model& model, const std::string& 
   return entries;
 }
 
+}  // namespace
+
 std::string hf_config_json(const ModelConfig& c, const std::string& dtype) {
   const char* cls = c.architecture == "qwen2"     ? "Qwen2ForCausalLM"
                     : c.architecture == "mistral" ? "MistralForCausalLM"
@@ -591,8 +605,6 @@ std::string hf_config_json(const ModelConfig& c, const std::string& dtype) {
   if (c.architecture == "mistral") config["sliding_window"] = nullptr;
   return config.dump(2);
 }
-
-}  // namespace
 
 HfCheckpoint save_hf(const Model& model, const std::string& dtype) {
   std::vector<SafetensorsEntry> entries = hf_entries(model, dtype);

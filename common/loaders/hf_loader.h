@@ -93,6 +93,12 @@ class HfCheckpointReader {
   /// (`madvise(MADV_DONTNEED)`; they stay in the page cache). Throws `LoadError` naming the
   /// tensor when it is missing or misshapen.
   std::vector<float> read(const std::string& field, int layer) const;
+  /// \brief Elements `[offset, offset + count)` of that tensor (row-major; clipped at its end),
+  /// decoded to fp32; only those bytes are read, and their pages released afterwards: what
+  /// `DeviceModel`'s streaming constructor asks for, so even the largest tensor never exists
+  /// whole in fp32 on the host.
+  std::vector<float> read(const std::string& field, int layer, std::size_t offset,
+                          std::size_t count) const;
   /// \brief Every tensor decoded: the whole fp32 `Model`.
   Model model() const;
 
@@ -131,6 +137,11 @@ struct HfCheckpoint {
   std::string config_json;           ///< config.json text
   std::vector<uint8_t> safetensors;  ///< model.safetensors bytes
 };
+
+/// \brief The `config.json` text of a checkpoint with `config` whose tensors are stored as
+/// `dtype` ("F32", "F16" or "BF16"): the architecture's class, shapes, RoPE (with
+/// `rope_scaling`), `tie_word_embeddings`, `torch_dtype`.
+std::string hf_config_json(const ModelConfig& config, const std::string& dtype);
 
 /// \brief `model` as a Hugging Face checkpoint of its architecture (`LlamaForCausalLM`,
 /// `Qwen2ForCausalLM` with its q/k/v biases, `MistralForCausalLM`; `rope_scaling` written

@@ -7,6 +7,8 @@
 /// pointer handed to cudaFree came from cudaMalloc, that a host→device copy was not given two
 /// device pointers. Allocations are exactly the requested size (ASan puts a redzone right after)
 /// and start filled with 0xFF bytes — NaN as float — so that reading memory nobody wrote shows up.
+/// Device allocations of 1 MiB and more are pages mapped for them alone (except under ASan), so
+/// that cudaFree gives the memory back to the system at once, as a GPU's would be.
 
 #include <cstddef>
 #include <cstdint>

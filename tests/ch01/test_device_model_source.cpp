@@ -18,9 +18,10 @@ TEST(Ch01DeviceModelSource, SyntheticTensorsUploadedOneByOneEqualTheHostModel) {
   const Model host = make_synthetic_model("synthetic:tiny", 77);
   const ModelConfig& c = host.config;
   const DeviceModel from_host(host, DType::kF16);
-  const DeviceModel from_source(c, DType::kF16, [&c](const std::string& name, int layer, std::size_t) {
-    return synthetic_tensor(c, 77, name, layer);
-  });
+  const DeviceModel from_source(c, DType::kF16,
+                                whole_tensor_source([&c](const std::string& name, int layer) {
+                                  return synthetic_tensor(c, 77, name, layer);
+                                }));
   EXPECT_EQ(from_source.weight_bytes(), from_host.weight_bytes());
   EXPECT_EQ(from_source.token_embedding().to_host_floats(),
             from_host.token_embedding().to_host_floats());
@@ -37,10 +38,14 @@ TEST(Ch01DeviceModelSource, ATensorOfTheWrongSizeIsRefusedByName) {
   NANOSERVE_REQUIRE_DEVICE();
   const ModelConfig c = synthetic_config("synthetic:tiny");
   try {
-    DeviceModel m(c, DType::kF32, [&c](const std::string& name, int layer, std::size_t numel) {
-      if (name == "w2" && layer == 1) return std::vector<float>(numel - 1, 0.0f);
-      return synthetic_tensor(c, 1, name, layer);
-    });
+    const DeviceModel::TensorSource whole = whole_tensor_source(
+        [&c](const std::string& name, int layer) { return synthetic_tensor(c, 1, name, layer); });
+    DeviceModel m(c, DType::kF32,
+                  [&whole](const std::string& name, int layer, std::size_t offset,
+                           std::size_t count) {
+                    if (name == "w2" && layer == 1) return std::vector<float>(count - 1, 0.0f);
+                    return whole(name, layer, offset, count);
+                  });
     FAIL() << "a short tensor was accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("'w2' of layer 1"), std::string::npos) << e.what();

@@ -1,5 +1,6 @@
 #include "common/engine/model/device_model.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -31,10 +32,6 @@ std::vector<float> decode(const std::vector<unsigned char>& bytes) {
     out[i] = to_float(v);
   }
   return out;
-}
-
-std::unique_ptr<DeviceLinear> dense(const std::vector<float>& w, int out, int in, DType dtype) {
-  return std::make_unique<DenseLinear>(DeviceTensor(w, dtype), out, in);
 }
 
 // `parts` stacked into `*stacked` when `stacked_with` allows it (the parts are then dropped);
@@ -97,6 +94,35 @@ DeviceTensor DeviceTensor::concatenated(const std::vector<const DeviceTensor*>& 
                             cudaMemcpyDeviceToDevice));
     }
     at += p->bytes();
+  }
+  return out;
+}
+
+DeviceTensor DeviceTensor::streamed(const std::vector<Segment>& segments, std::size_t cols,
+                                    DType dtype, const std::string& what) {
+  DeviceTensor out;
+  out.dtype_ = dtype;
+  for (const Segment& s : segments) out.numel_ += s.rows * cols;
+  out.storage_ = std::make_shared<DeviceBuffer<unsigned char>>(out.bytes());
+  if (cols == 0) return out;
+  const std::size_t chunk_rows = std::max<std::size_t>(1, kUploadChunkElements / cols);
+  const std::size_t element = static_cast<std::size_t>(dtype_bytes(dtype));
+  std::size_t at = 0;  // elements uploaded so far
+  for (const Segment& s : segments) {
+    for (std::size_t r = 0; r < s.rows; r += chunk_rows) {
+      const std::size_t count = std::min(chunk_rows, s.rows - r) * cols;
+      const std::vector<float> values = s.read(r * cols, count);
+      if (values.size() != count) {
+        throw InvalidArgument("DeviceModel: " + what + ": a read of " + std::to_string(count) +
+                              " values at " + std::to_string(r * cols) + " returned " +
+                              std::to_string(values.size()));
+      }
+      const std::vector<unsigned char> bytes =
+          dispatch_dtype(dtype, [&](auto tag) { return encode<decltype(tag)>(values); });
+      CUDA_CHECK(cudaMemcpy(out.storage_->get() + at * element, bytes.data(), bytes.size(),
+                            cudaMemcpyHostToDevice));
+      at += count;
+    }
   }
   return out;
 }
@@ -169,23 +195,53 @@ std::vector<const DeviceLinear*> DeviceLayer::linears() const {
 
 namespace {
 // A Model's tensors as a TensorSource (the linear weights only when no factory replaces them).
+const std::vector<float>& model_tensor(const Model& model, const std::string& name, int layer) {
+  if (layer < 0) {
+    if (name == "token_embedding") return model.token_embedding;
+    if (name == "final_norm") return model.final_norm;
+    return model.classifier;
+  }
+  const LayerWeights& w = model.layers.at(static_cast<std::size_t>(layer));
+  if (name == "attn_norm") return w.attn_norm;
+  if (name == "ffn_norm") return w.ffn_norm;
+  if (name == "bq") return w.bq;
+  if (name == "bk") return w.bk;
+  if (name == "bv") return w.bv;
+  return layer_linear(w, name);
+}
+
 DeviceModel::TensorSource model_source(const Model& model) {
-  return [&model](const std::string& name, int layer, std::size_t) {
-    if (layer < 0) {
-      if (name == "token_embedding") return model.token_embedding;
-      if (name == "final_norm") return model.final_norm;
-      return model.classifier;
-    }
-    const LayerWeights& w = model.layers.at(static_cast<std::size_t>(layer));
-    if (name == "attn_norm") return w.attn_norm;
-    if (name == "ffn_norm") return w.ffn_norm;
-    if (name == "bq") return w.bq;
-    if (name == "bk") return w.bk;
-    if (name == "bv") return w.bv;
-    return layer_linear(w, name);
+  return [&model](const std::string& name, int layer, std::size_t offset, std::size_t count) {
+    const std::vector<float>& t = model_tensor(model, name, layer);
+    if (offset > t.size() || count > t.size() - offset) return std::vector<float>();
+    return std::vector<float>(t.begin() + std::ptrdiff_t(offset),
+                              t.begin() + std::ptrdiff_t(offset + count));
   };
 }
 }  // namespace
+
+DeviceModel::TensorSource whole_tensor_source(WholeTensorFn make) {
+  struct Last {
+    std::string name;
+    int layer = -2;
+    std::vector<float> values;
+  };
+  auto last = std::make_shared<Last>();
+  return [make = std::move(make), last](const std::string& name, int layer, std::size_t offset,
+                                        std::size_t count) {
+    if (name != last->name || layer != last->layer) {
+      last->values.clear();
+      last->values.shrink_to_fit();  // one whole tensor at a time
+      last->values = make(name, layer);
+      last->name = name;
+      last->layer = layer;
+    }
+    const std::vector<float>& t = last->values;
+    if (offset > t.size() || count > t.size() - offset) return std::vector<float>();
+    return std::vector<float>(t.begin() + std::ptrdiff_t(offset),
+                              t.begin() + std::ptrdiff_t(offset + count));
+  };
+}
 
 DeviceModel::DeviceModel(const Model& model, DType dtype)
     : DeviceModel(model.config, dtype, model_source(model)) {}
@@ -197,18 +253,21 @@ DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSou
                          const LinearFactory& make_linear)
     : config_(config), dtype_(dtype) {
   const ModelConfig& c = config_;
-  // One tensor at a time: fetch, check its size, upload, drop the host copy.
-  auto fetch = [&](const char* name, int layer, std::size_t numel) {
-    std::vector<float> values = source(name, layer, numel);
-    if (values.size() != numel) {
-      throw InvalidArgument(std::string("DeviceModel: tensor '") + name + "' of layer " +
-                            std::to_string(layer) + " has " + std::to_string(values.size()) +
-                            " values, expected " + std::to_string(numel));
-    }
-    return values;
+  // Tensors are read and uploaded in ranges (DeviceTensor::streamed): the host never holds a
+  // whole one in fp32.
+  auto segment = [&](const char* name, int layer, std::size_t rows) {
+    return DeviceTensor::Segment{rows, [&source, name, layer](std::size_t offset, std::size_t count) {
+                                   return source(name, layer, offset, count);
+                                 }};
+  };
+  auto where = [](const char* name, int layer) {
+    return std::string("tensor '") + name + "' of layer " + std::to_string(layer);
+  };
+  auto matrix = [&](const char* name, int layer, std::size_t rows, std::size_t cols) {
+    return DeviceTensor::streamed({segment(name, layer, rows)}, cols, dtype, where(name, layer));
   };
   auto tensor = [&](const char* name, int layer, std::size_t numel) {
-    return DeviceTensor(fetch(name, layer, numel), dtype);
+    return matrix(name, layer, 1, numel);
   };
   auto made = [&](const char* name, int l, int out, int in) -> std::unique_ptr<DeviceLinear> {
     std::unique_ptr<DeviceLinear> lin = make_linear(l, name, out, in);
@@ -224,12 +283,15 @@ DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSou
   // Linears come from the factory when there is one, checked against the config, so a wrong
   // shape is one clear error here and never an out-of-bounds read in a kernel.
   auto linear = [&](const char* name, int l, int out, int in) -> std::unique_ptr<DeviceLinear> {
-    if (!make_linear) return dense(fetch(name, l, std::size_t(out) * std::size_t(in)), out, in, dtype);
+    if (!make_linear) {
+      return std::make_unique<DenseLinear>(matrix(name, l, std::size_t(out), std::size_t(in)),
+                                           out, in);
+    }
     return made(name, l, out, in);
   };
   const std::size_t d = static_cast<std::size_t>(c.dim);
   // Linears that read the same input, stacked into `into` (DeviceLayer's wqkv, w13): from the
-  // source, the host parts end to end and one upload; from a factory, made one by one and
+  // source, the parts streamed into one device tensor; from a factory, made one by one and
   // stacked on the device where their kind allows (else left apart in their members).
   struct Part {
     const char* name;
@@ -247,14 +309,13 @@ DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSou
       return;
     }
     int rows = 0;
-    for (const Part& p : parts) rows += p.rows;
-    std::vector<float> all;
-    all.reserve(std::size_t(rows) * d);
+    std::vector<DeviceTensor::Segment> segments;
     for (const Part& p : parts) {
-      const std::vector<float> part = fetch(p.name, l, std::size_t(p.rows) * d);
-      all.insert(all.end(), part.begin(), part.end());
+      rows += p.rows;
+      segments.push_back(segment(p.name, l, std::size_t(p.rows)));
     }
-    into = dense(all, rows, c.dim, dtype);
+    into = std::make_unique<DenseLinear>(
+        DeviceTensor::streamed(segments, d, dtype, where(parts.front().name, l)), rows, c.dim);
   };
   token_embedding_ = tensor("token_embedding", -1, std::size_t(c.vocab_size) * d);
   layers_.resize(static_cast<std::size_t>(c.n_layers));
@@ -269,7 +330,13 @@ DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSou
     w.w2 = linear("w2", l, c.dim, c.hidden_dim);
     if (c.attention_bias) {  // added in fp32 after the linear; the values are the dtype's
       auto bias = [&](const char* name, int n) {
-        return DeviceTensor(rounded(fetch(name, l, std::size_t(n)), dtype), DType::kF32);
+        std::vector<float> values = source(name, l, 0, std::size_t(n));
+        if (values.size() != std::size_t(n)) {
+          throw InvalidArgument("DeviceModel: " + where(name, l) + " has " +
+                                std::to_string(values.size()) + " values, expected " +
+                                std::to_string(n));
+        }
+        return DeviceTensor(rounded(values, dtype), DType::kF32);
       };
       w.bq = bias("bq", c.q_dim());
       w.bk = bias("bk", c.kv_dim());
@@ -281,8 +348,9 @@ DeviceModel::DeviceModel(const ModelConfig& config, DType dtype, const TensorSou
   // embedding in some models).
   classifier_ = c.tied_classifier
                     ? std::make_unique<DenseLinear>(token_embedding_, c.vocab_size, c.dim)
-                    : dense(fetch("classifier", -1, std::size_t(c.vocab_size) * d), c.vocab_size,
-                            c.dim, dtype);
+                    : std::make_unique<DenseLinear>(
+                          matrix("classifier", -1, std::size_t(c.vocab_size), d), c.vocab_size,
+                          c.dim);
 }
 
 std::int64_t DeviceModel::weight_bytes() const {

@@ -69,6 +69,23 @@ class DeviceTensor {
   /// Throws `InvalidArgument` unless every part has the same storage type.
   static DeviceTensor concatenated(const std::vector<const DeviceTensor*>& parts);
 
+  /// \brief Reads fp32 values `[offset, offset + count)` of a host tensor.
+  using RangeReader = std::function<std::vector<float>(std::size_t offset, std::size_t count)>;
+  /// \brief `rows` rows of a matrix whose values `read` produces (offsets within the segment).
+  struct Segment {
+    std::size_t rows = 0;  ///< rows of this segment
+    RangeReader read;      ///< its values, in ranges of whole rows
+  };
+  /// \brief A (Σ rows, `cols`) tensor in `dtype` made of `segments` stacked row-wise, read and
+  /// uploaded in ranges of whole rows of at most `kUploadChunkElements` elements (one row when a
+  /// row is longer): the host holds one range in fp32 and its encoding, never a whole tensor —
+  /// Llama-3.1-8B's embedding is 2.1 GB in fp32. Throws `InvalidArgument` naming `what` when a
+  /// read returns the wrong number of values.
+  static DeviceTensor streamed(const std::vector<Segment>& segments, std::size_t cols, DType dtype,
+                               const std::string& what);
+  /// \brief Most elements `streamed` asks a reader for at once (4 Mi: 16 MB of fp32).
+  static constexpr std::size_t kUploadChunkElements = std::size_t(1) << 22;
+
  private:
   void check_type(DType requested) const;
   DType dtype_ = DType::kF32;
@@ -228,19 +245,20 @@ class DeviceModel {
   /// is null or its shape is not the config's.
   DeviceModel(const Model& model, DType dtype, const LinearFactory& make_linear);
 
-  /// \brief Where a tensor's fp32 values come from: `(name, layer, numel)` → the values, with
-  /// `name` one of the `LayerWeights` / `Model` field names ("wq", …, "bq", "bk", "bv" with
-  /// `attention_bias`, "token_embedding", "final_norm", "classifier") and `layer` -1 for
-  /// model-wide tensors.
-  using TensorSource =
-      std::function<std::vector<float>(const std::string& name, int layer, std::size_t numel)>;
-  /// \brief Uploads the tensors of a model with `config` one at a time, as `source` produces
-  /// them, rounded to `dtype`: the host holds at most one stacked projection (w1 and w3 end to
-  /// end, one part in flight, its encoding), so a 7B-parameter model needs ~1 GB of host memory
-  /// instead of 27 GB (the GPU benchmarks' synthetic models). With `make_linear`, the blocks' linears
-  /// come from it instead of `source`.
-  /// Throws `InvalidArgument` when `source` returns the wrong number of values or a made
-  /// linear is null or misshapen.
+  /// \brief Where a tensor's fp32 values come from: `(name, layer, offset, count)` → the values
+  /// `[offset, offset + count)` of the tensor (row-major), with `name` one of the `LayerWeights`
+  /// / `Model` field names ("wq", …, "bq", "bk", "bv" with `attention_bias`,
+  /// "token_embedding", "final_norm", "classifier") and `layer` -1 for model-wide tensors.
+  /// Ranges always cover whole rows.
+  using TensorSource = std::function<std::vector<float>(const std::string& name, int layer,
+                                                        std::size_t offset, std::size_t count)>;
+  /// \brief Uploads the tensors of a model with `config` as `source` produces them, rounded to
+  /// `dtype`, in ranges of at most `DeviceTensor::kUploadChunkElements` (`DeviceTensor::streamed`):
+  /// the host holds one range in fp32 and its encoding, so an 8B-parameter model loads with a
+  /// few tens of MB of host memory beyond the device copy instead of 32 GB (docs/design.md,
+  /// "What the loaders read"). With `make_linear`, the blocks' linears come from it instead of
+  /// `source`. Throws `InvalidArgument` when `source` returns the wrong number of values or a
+  /// made linear is null or misshapen.
   DeviceModel(const ModelConfig& config, DType dtype, const TensorSource& source,
               const LinearFactory& make_linear = {});
 
@@ -273,6 +291,14 @@ class DeviceModel {
   DeviceTensor final_norm_;
   std::unique_ptr<DeviceLinear> classifier_;
 };
+
+/// \brief Produces one whole tensor's fp32 values: `(name, layer)` as in `TensorSource`.
+using WholeTensorFn = std::function<std::vector<float>(const std::string& name, int layer)>;
+
+/// \brief A `TensorSource` over a function that can only make whole tensors (a synthetic
+/// model's generator): it keeps the last tensor made and serves its ranges from it, so the host
+/// holds one whole tensor at a time (fine for generated weights; checkpoint readers read ranges).
+DeviceModel::TensorSource whole_tensor_source(WholeTensorFn make);
 
 /// \brief `model` with every weight rounded to `dtype` and widened back to fp32: exactly the
 /// numbers a `DeviceModel(model, dtype)` computes with. The oracle run on it sees the same
