@@ -31,6 +31,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,6 +69,9 @@ def transformers_logits(torch, auto_model, model_dir, tokens, dtype):
 
 def compare(got, ref, tol):
     """max |d|, relative, argmax agreement and (with a tolerance) whether all are within."""
+    if len(got) != len(ref) or any(len(g) != len(r) for g, r in zip(got, ref)):
+        return {"error": f"shapes differ: {len(got)} rows of {len(got[0]) if got else 0} vs "
+                         f"{len(ref)} rows of {len(ref[0]) if ref else 0}", "within": False}
     diff = max(abs(g - r) for gr, rr in zip(got, ref) for g, r in zip(gr, rr))
     scale = max(abs(r) for rr in ref for r in rr)
     agree = sum(max(range(len(g)), key=g.__getitem__) == max(range(len(r)), key=r.__getitem__)
@@ -162,7 +166,9 @@ def main():
               f"{r['tolerance']:<28} {verdict}")
     failed = [r for r in rows if r["within"] is False]
     if args.json:
-        report = {"program": "hf_logits_check", "git_sha": os.environ.get("NANOSERVE_GIT_SHA", ""),
+        report = {"program": "hf_logits_check", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "git_sha": os.environ.get("NANOSERVE_GIT_SHA", "unknown"),
+                  "git_dirty": os.environ.get("NANOSERVE_GIT_DIRTY", "unknown"),
                   "reference": "oracle" if args.without_transformers else "transformers",
                   **versions, "tolerances": {n: tols[n] for n in need}, "records": rows}
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
