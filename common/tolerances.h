@@ -189,4 +189,15 @@ inline constexpr Tolerance kPeerLlamaCppQuantizedProbs{2e-3, 0.0};
 /// O(0.5)).
 inline constexpr Tolerance kPeerLlamaCppConvertedQ8Probs{5e-2, 0.0};
 
+/// \brief Logits of nanoserve in fp32 (the oracle, and the kernels on a GPU) against Hugging
+/// Face transformers in fp32 on the same checkpoint (scripts/hf_logits_check.py, on the GPU
+/// machine; the small random checkpoints of common/loaders/synthetic_hf.h). Both multiply the
+/// same bf16-exact weights in fp32 — transformers with TF32 off and eager attention — and form
+/// the RoPE angle pos · inv_freq in fp32 the same way, so they differ as two fp32 forwards with
+/// other summation orders and a GPU's exp/rsqrt/sin/cos do: kFp32Forward's situation, whose
+/// size it keeps. Not yet measured (no GPU run so far); a wrong RoPE band, bias, norm gain or
+/// head_dim moves logits by O(0.1–1) and fails by orders of magnitude. The script reads this
+/// value from this file.
+inline constexpr Tolerance kPeerTransformersFp32Logits = kFp32Forward;
+
 }  // namespace nanoserve::tol

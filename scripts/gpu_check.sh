@@ -4,7 +4,9 @@
 #   1. device facts (GPU, driver, nvcc), commit and date
 #   2. every test binary, `gpu`-labelled tests included (kernels vs the oracle on hardware,
 #      greedy stories260K through the CUDA path)
-#   3. compute-sanitizer memcheck and racecheck over the kernel tests, where supported
+#   3. nanoserve's logits against Hugging Face transformers' on small random HF checkpoints of
+#      each architecture (scripts/hf_logits_check.py); compute-sanitizer memcheck and racecheck
+#      over the kernel tests, where supported
 #   4. end-to-end decode vs the roofline and vs Hugging Face transformers, the kernel
 #      benchmark and PyTorch SDPA on its prefill-attention shapes, and each chapter's tour on
 #      the GPU, JSON
@@ -35,7 +37,7 @@ if [[ "${1:-}" == "--build" || ! -d "$bin" ]]; then
   cmake --preset cuda -DCMAKE_CUDA_FLAGS="" >/dev/null && cmake --build --preset cuda -j "$(nproc)" || exit 1
   mkdir -p gpu_carry/bin
   find build/cuda -type f -perm -u+x \( -name 'test_*' -o -name 'bench_*' -o -name nanoserve \
-       -o -name 'ch[0-9][0-9]_*' \) -exec cp {} gpu_carry/bin/ \;
+       -o -name write_hf_checkpoints -o -name 'ch[0-9][0-9]_*' \) -exec cp {} gpu_carry/bin/ \;
 fi
 export NANOSERVE_DATA=${NANOSERVE_DATA:-$PWD/gpu_carry/data}
 # The stamp of every results JSON: gpu_carry/GIT_SHA holds the commit and, on a second line,
@@ -126,6 +128,25 @@ if [[ -x "$bin/nanoserve" ]]; then
   if ((rc == 0 || rc >= 124)) || ! grep -Eq "needs Open MPI|needs as many ranks" <<<"$msg"; then
     status=1
   fi
+fi
+
+# The HF format against its reference implementation: write_hf_checkpoints writes a small random
+# checkpoint of each architecture here (llama with Llama 3.1's rope_scaling, qwen2 with biases
+# and tied embeddings, mistral with an explicit head_dim; sharded bf16), and nanoserve's logits
+# (the oracle and the kernels in fp32, the kernels in bf16) are compared with transformers' on
+# the same token ids, within the named tolerances of common/tolerances.h. Seconds; exit 3 means
+# torch or transformers is missing here: said, not counted as a failure.
+if ((dry == 0)) && [[ -x "$bin/nanoserve" && -x "$bin/write_hf_checkpoints" ]]; then
+  step "peer: logits vs Hugging Face transformers on small HF checkpoints (llama, qwen2, mistral)"
+  timeout 90 python3 scripts/hf_logits_check.py --bin "$bin" --json "$out/hf_logits.json"
+  rc=$?
+  if ((rc == 3)); then
+    echo "hf_logits_check: not run (see its line above)"
+  elif ((rc != 0)); then
+    echo "hf_logits_check: exit $rc"; status=1
+  fi
+else
+  echo "hf_logits_check: skipped (needs a GPU, nanoserve and write_hf_checkpoints in $bin)"
 fi
 
 if ((dry == 0)) && command -v compute-sanitizer >/dev/null 2>&1 && [[ -x "$bin/test_kernels" ]]; then

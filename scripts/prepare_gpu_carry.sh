@@ -20,11 +20,14 @@ cmake --preset cuda -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_FLAGS="" \
 cmake --build --preset cuda -j "$(nproc)"
 
 rm -rf gpu_carry && mkdir -p gpu_carry/bin gpu_carry/data
-# Every executable of the build: test binaries, bench_kernels, nanoserve, chapter programs.
+# Every executable of the build: test binaries, bench_kernels, nanoserve, chapter programs, and
+# write_hf_checkpoints (the HF checkpoints scripts/hf_logits_check.py compares with transformers
+# are written on the GPU machine, not carried).
 while IFS= read -r exe; do
   cp "$exe" gpu_carry/bin/
 done < <(find build/cuda -type f -perm -u+x \( -name 'test_*' -o -name 'bench_*' \
-           -o -name 'nanoserve' -o -name 'ch[0-9][0-9]_*' \) ! -name '*.sh' | sort)
+           -o -name 'nanoserve' -o -name 'write_hf_checkpoints' -o -name 'ch[0-9][0-9]_*' \) \
+           ! -name '*.sh' | sort)
 strip --strip-all gpu_carry/bin/* 2>/dev/null || true
 
 data=${NANOSERVE_DATA:-../shared/data}

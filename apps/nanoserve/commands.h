@@ -15,6 +15,8 @@ using Action = std::function<int()>;
 Action add_generate(CLI::App& parent);
 /// \brief `nanoserve eval`: perplexity and bits-per-byte over a text file.
 Action add_eval(CLI::App& parent);
+/// \brief `nanoserve logits`: every position's logits for given token ids (kernels or oracle).
+Action add_logits(CLI::App& parent);
 /// \brief `nanoserve info`: a model's shape, size and KV cost.
 Action add_info(CLI::App& parent);
 /// \brief `nanoserve quantize`: a model's linears to INT8/INT4 (RTN, GPTQ, AWQ), as NSQM.

@@ -4,6 +4,7 @@
 //   nanoserve generate --model stories260K.bin --device gpu --dtype fp16
 //   nanoserve eval --model tinystories-656k --text tinystories_valid_sample.txt
 //   nanoserve info --model synthetic:llama3-8b
+//   nanoserve logits --model tinystories-656k --tokens 80,147,201,282 --device gpu --json l.json
 //   nanoserve quantize --model stories260K.bin --method gptq --bits 4 --group 128 --out q.nsqm
 //   nanoserve generate --model q.nsqm --device gpu -t 0
 //   nanoserve tokenize --model SmolLM2-135M --text "Hello world"
@@ -26,7 +27,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::map<CLI::App*, nanoserve::cli::Action> actions;
   for (auto add : {nanoserve::cli::add_generate, nanoserve::cli::add_eval,
-                   nanoserve::cli::add_info, nanoserve::cli::add_quantize,
+                   nanoserve::cli::add_logits, nanoserve::cli::add_info,
+                   nanoserve::cli::add_quantize,
                    nanoserve::cli::add_tokenize, nanoserve::cli::add_chat,
                    nanoserve::cli::add_convert, nanoserve::cli::add_serve}) {
     nanoserve::cli::Action action = add(app);

@@ -159,7 +159,7 @@ bad_input_test(tokenizer_directory common ${BI_FAIL} "is a directory, not a regu
                ${BI_RUN} -- ${BI_NS} generate -m synthetic:tiny -z @DIR@)
 bad_input_test(chat_script_directory ch02 ${BI_FAIL} "is a directory, not a regular file \\(the chat script"
                ${BI_RUN} -- ${BI_CH02} multiturn --chats @DIR@)
-bad_input_test(unknown_subcommand common ${BI_FAIL} "'serv' is not a subcommand \\(known: generate, eval, info, quantize, tokenize, chat, convert, serve\\)"
+bad_input_test(unknown_subcommand common ${BI_FAIL} "'serv' is not a subcommand \\(known: generate, eval, logits, info, quantize, tokenize, chat, convert, serve\\)"
                ${BI_NS} serv)
 bad_input_test(unknown_subcommand_help common ${BI_FAIL} "'serv' is not a subcommand"
                ${BI_NS} serv --help)

@@ -5,16 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "common/allclose.h"
 #include "common/error.h"
 #include "common/loaders/hf_loader.h"
 #include "common/loaders/safetensors_file.h"
-#include "common/loaders/synthetic_model.h"
-#include "common/loaders/tensor_decode.h"
+#include "common/loaders/synthetic_hf.h"
 #include "common/oracle/forward.h"
 #include "common/oracle/ops.h"
 #include "common/tolerances.h"
@@ -27,85 +24,15 @@ namespace {
 using nlohmann::json;
 using testing::expect_load_error;
 
-/// Values as bf16 stores them (each rounded once, to nearest even).
-std::vector<float> bf16(const std::vector<float>& v) {
-  const std::vector<uint8_t> bytes = encode_bf16(v);
-  std::vector<float> out(v.size());
-  decode_bf16(bytes.data(), v.size(), out.data());
-  return out;
-}
-
-/// Seeded uniform values in [-0.5, 0.5).
-std::vector<float> random_values(uint64_t seed, size_t n) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
-/// A small random model of `arch` whose every weight is already a bf16 value.
-Model small_model(const std::string& arch) {
-  ModelConfig c;
-  c.name = arch;
-  c.architecture = arch;
-  c.dim = 64;
-  c.hidden_dim = 128;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 16;
-  c.vocab_size = 96;
-  c.max_seq_len = 64;
-  c.rope_style = RopeStyle::kRotateHalf;
-  c.norm_eps = 1e-6f;
-  c.tied_classifier = false;
-  if (arch == "llama") {  // Llama 3.1's rule, scaled down so that all three bands occur
-    c.rope_theta = 500000.0f;
-    c.rope_scaling = {RopeScalingType::kLlama3, 8.0f, 1.0f, 4.0f, 64};
-  } else if (arch == "qwen2") {
-    c.rope_theta = 1e6f;
-    c.attention_bias = true;
-    c.tied_classifier = true;
-  } else {
-    c.head_dim = 32;  // n_heads * head_dim = 128 != dim: head_dim comes from the config
-  }
-  ModelConfig no_bias = c;  // synthetic models have no biases; they are drawn below
-  no_bias.attention_bias = false;
-  Model m = make_synthetic_model(no_bias, 7);
-  m.config = c;
-  m.source = arch;
-  auto round = [](std::vector<float>& v) { v = bf16(v); };
-  round(m.token_embedding);
-  round(m.final_norm);
-  round(m.classifier);
-  uint64_t seed = 100;
-  for (LayerWeights& w : m.layers) {
-    for (std::vector<float>* v :
-         {&w.attn_norm, &w.wq, &w.wk, &w.wv, &w.wo, &w.ffn_norm, &w.w1, &w.w2, &w.w3}) {
-      round(*v);
-    }
-    if (c.attention_bias) {
-      w.bq = bf16(random_values(seed++, size_t(c.q_dim())));
-      w.bk = bf16(random_values(seed++, size_t(c.kv_dim())));
-      w.bv = bf16(random_values(seed++, size_t(c.kv_dim())));
-    }
-  }
-  m.validate();
-  return m;
-}
+/// A small random model of `arch` whose every weight is already a bf16 value: the one
+/// `peers/write_hf_checkpoints` writes for the comparison with transformers.
+Model small_model(const std::string& arch) { return make_synthetic_hf_model(arch); }
 
 /// Writes `ckpt` into a fresh directory and returns its path.
 std::string write_dir(const std::string& name, const HfShardedCheckpoint& ckpt) {
   const std::string dir = ::nanoserve::testing::temp_dir() + name;
   std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/config.json") << ckpt.config_json;
-  std::ofstream(dir + "/model.safetensors.index.json") << ckpt.index_json;
-  for (const auto& [file, bytes] : ckpt.shards) {
-    std::ofstream out(dir + "/" + file, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-  }
+  write_hf_checkpoint(ckpt, dir);
   return dir;
 }
 
@@ -150,6 +77,27 @@ TEST_P(HfShardedArchitectures, TheSameCheckpointLoadsFromMemory) {
 
 INSTANTIATE_TEST_SUITE_P(Families, HfShardedArchitectures,
                          ::testing::Values("llama", "qwen2", "mistral"));
+
+TEST(SyntheticHfModel, AnUnknownArchitectureIsRefusedNamingTheKnownOnes) {
+  EXPECT_EQ(synthetic_hf_architectures(), (std::vector<std::string>{"llama", "qwen2", "mistral"}));
+  try {
+    make_synthetic_hf_model("gemma");
+    FAIL() << "no exception";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "synthetic HF model: architecture 'gemma' is not one of llama, qwen2, mistral");
+  }
+}
+
+TEST(SyntheticHfModel, NormGainsAndBiasesAreDrawnNotConstant) {
+  // A gain or bias read into the wrong place must change the logits: no two of them equal.
+  const Model m = make_synthetic_hf_model("qwen2");
+  const LayerWeights& w = m.layers[0];
+  EXPECT_NE(w.attn_norm, w.ffn_norm);
+  EXPECT_NE(w.attn_norm, m.final_norm);
+  EXPECT_NE(w.attn_norm, m.layers[1].attn_norm);
+  EXPECT_NE(w.bk, w.bv);
+  EXPECT_NE(w.attn_norm[0], w.attn_norm[1]);
+}
 
 TEST(HfShardedFeatures, Llama3ScalingAndQwen2BiasesChangeTheLogits) {
   // Each feature is read and used: dropping it from the loaded model moves the logits.
