@@ -22,6 +22,7 @@
 #include "chapters/ch01_naive_kv_cache/step_probe.h"
 #include "common/harness/clocks.h"
 #include "common/engine/model/device_info.h"
+#include "common/engine/model/check_tolerance.h"
 #include "common/engine/model/device_model.h"
 #include "common/engine/decode/naive_decoder.h"
 #include "common/cli/cli_checks.h"
@@ -59,18 +60,8 @@ struct Args {
   int kv_batch = 16;
 };
 
-// The tolerance --check applies: the oracle runs on the same rounded weights, so what remains
-// is the kernels' arithmetic, the activations' and the KV cache's storage types
-// (common/tolerances.h says why). --dtype sets weights and activations.
-Tolerance check_tolerance(DType dtype, DType kv_dtype) {
-  // The coarser of the two types decides (bf16 rounds more than fp16, fp16 more than fp32).
-  const auto rank = [](DType t) { return t == DType::kBF16 ? 2 : t == DType::kF16 ? 1 : 0; };
-  switch (rank(kv_dtype) > rank(dtype) ? kv_dtype : dtype) {
-    case DType::kF16: return tol::kKernelForwardActFp16;
-    case DType::kBF16: return tol::kKernelForwardActBf16;
-    case DType::kF32: default: return tol::kFp32Forward;
-  }
-}
+// The tolerance --check applies: engine::check_tolerance (activations' and KV's types).
+using engine::check_tolerance;
 
 struct ModeRun {
   engine::CacheMode mode;

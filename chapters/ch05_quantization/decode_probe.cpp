@@ -54,9 +54,11 @@ class ProbeDecoder final : public Decoder {
 const char* probe_clock_name() { return "CPU time"; }
 
 DecodeRun measure_decode(const engine::DeviceModel& device, const std::vector<int>& prompt,
-                         int steps, int max_seq_len, const Model* oracle, Tolerance tolerance) {
+                         int steps, int max_seq_len, DType kv_dtype, const Model* oracle,
+                         Tolerance tolerance) {
   DecodeRun run;
-  engine::NaiveDecoder kernels(device, engine::CacheMode::kNaiveCache, max_seq_len);
+  engine::NaiveDecoder kernels(device, engine::CacheMode::kNaiveCache, max_seq_len, device.dtype(),
+                               kv_dtype);
   std::unique_ptr<oracle::OracleDecoder> reference;
   if (oracle != nullptr) reference = std::make_unique<oracle::OracleDecoder>(*oracle, max_seq_len);
   ProbeDecoder probe(kernels, reference.get(), tolerance, run);

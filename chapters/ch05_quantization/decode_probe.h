@@ -33,10 +33,12 @@ struct DecodeRun {
 /// kernel on the calling thread, so this is robust to other load on a shared machine).
 const char* probe_clock_name();
 
-/// \brief Greedy generation of `steps` tokens from `prompt` through `device` (a naive KV cache of
-/// `max_seq_len` positions), timing every forward pass; with `oracle` (the fp32 model the
-/// device's weights stand for) every step's logits are also compared within `tolerance`.
+/// \brief Greedy generation of `steps` tokens from `prompt` through `device` (activations in
+/// `device`'s storage type, a naive KV cache of `max_seq_len` positions in `kv_dtype`), timing
+/// every forward pass; with `oracle` (the fp32 model the device's weights stand for) every step's
+/// logits are also compared within `tolerance`.
 DecodeRun measure_decode(const engine::DeviceModel& device, const std::vector<int>& prompt,
-                         int steps, int max_seq_len, const Model* oracle, Tolerance tolerance);
+                         int steps, int max_seq_len, DType kv_dtype, const Model* oracle,
+                         Tolerance tolerance);
 
 }  // namespace nanoserve::ch05

@@ -40,6 +40,8 @@ struct Args {
   bool act_order = false;
   DataOptions data;
   bool tour = false;
+  std::string dtype = engine::default_dtype();  // quantized rows' activations: bf16 on a GPU build
+  std::string kv_dtype;                         // empty: --dtype
   std::string cost_device;  // --cost-device: modeled decode speed per format on that GPU
   std::string json;
 };
@@ -100,10 +102,17 @@ int run(Args& a) {
   const std::vector<SweepConfig> table = configs(a);  // flags first: fail before loading
   const std::string device = engine::device_name();  // first: a missing GPU is one clear error
   const roofline::Device* cost_device = cli::cost_device(a.cost_device);
+  a.data.dtype = parse_dtype(a.dtype);
+  a.data.kv_dtype = a.kv_dtype.empty() ? a.data.dtype : parse_dtype(a.kv_dtype);
   if (a.models.empty()) a.models = default_models();
   std::printf("ch05_quantization: weight-only INT8/INT4 quantization — RTN, GPTQ, AWQ\n");
   std::printf("  device  %s [%s backend]\n", device.c_str(), engine::kernel_backend());
   std::printf("  linears quantized (wq wk wv wo w1 w2 w3); embedding, classifier and norms stay fp32\n");
+  if (a.data.dtype != DType::kF32 || a.data.kv_dtype != DType::kF32) {
+    std::printf("  kernels of the quantized rows: %s activations, embedding, norms and classifier "
+                "(true W8A16/W4A16), %s KV cache\n",
+                dtype_name(a.data.dtype), dtype_name(a.data.kv_dtype));
+  }
   nlohmann::json report = make_report("ch05_quantization", engine::kernel_backend(), device);
   report["step_clock"] = probe_clock_name();
   nlohmann::json& records = report["records"];
@@ -164,6 +173,11 @@ int main(int argc, char** argv) {
   app.add_option("--seed,-s", a.data.seed, "seed of the random token sequences used when the text "
                  "sample is absent")->capture_default_str()->check(nanoserve::cli::seed_range());
   app.add_flag("--check", a.data.check, "run the CPU oracle alongside every decode step and compare logits");
+  app.add_option("--dtype", a.dtype, "the quantized rows' activations and non-quantized weights on the "
+                 "device (--tour: fp32 unless given)")
+      ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--kv-dtype", a.kv_dtype, "the quantized rows' KV cache (default: --dtype)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   nanoserve::cli::add_cost_device_flag(app, a.cost_device);
   app.add_option("--json", a.json, "also write every table as JSON records to this path");
   app.add_flag("--tour", a.tour, "a short run for scripts/tour.sh: one model, INT4 g128 and INT8, "
@@ -177,6 +191,7 @@ int main(int argc, char** argv) {
       if (!a.json.empty()) nanoserve::write_json(a.json, report);
       return 0;
     }
+    if (a.tour && app.count("--dtype") == 0) a.dtype = "fp32";  // tours: the exact mode
     if (a.tour) {
       if (a.models.empty()) a.models = {nanoserve::default_model_spec()};
       if (app.count("--formats") == 0) a.formats = "int4-g128,int8-ch";

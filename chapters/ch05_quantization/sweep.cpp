@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "common/data_path.h"
+#include "common/engine/model/check_tolerance.h"
 #include "common/engine/model/quantized_device_model.h"
 #include "chapters/ch05_quantization/quantized_memory.h"
 #include "common/eval/documents.h"
@@ -87,6 +88,7 @@ SweepRow measure(const ModelData& data, const SweepConfig& config, const DataOpt
   Model reference;  // the fp32 weights this row's kernels compute with (the oracle's model)
   std::unique_ptr<engine::DeviceModel> device;
   Tolerance tolerance = tol::kQuantizedKernelForward;
+  DType kv_dtype = DType::kF32;
   ch05::WeightBytes bytes;
   if (config.method == "fp32" || config.method == "fp16") {
     const DType dtype = config.method == "fp32" ? DType::kF32 : DType::kF16;
@@ -94,6 +96,7 @@ SweepRow measure(const ModelData& data, const SweepConfig& config, const DataOpt
     device = std::make_unique<engine::DeviceModel>(fp, dtype);
     bytes = ch05::dense_weight_bytes(c, dtype_bytes(dtype));
     if (dtype == DType::kF16) tolerance = tol::kKernelForwardFp16;  // fp16 KV cache too
+    kv_dtype = dtype;
   } else {
     quant::QuantizeOptions qo;
     qo.method = quant::parse_quant_method(config.method);
@@ -104,8 +107,12 @@ SweepRow measure(const ModelData& data, const SweepConfig& config, const DataOpt
     const quant::QuantizedModel q = quant::quantize_model(fp, data.calibration, qo, &report);
     row.quantize_seconds = 1e-3 * (1e3 * harness::process_cpu_seconds() - start);
     row.awq = report.awq;
-    reference = engine::quantized_oracle_model(q, DType::kF32);
-    device = std::make_unique<engine::DeviceModel>(engine::make_quantized_device_model(q, DType::kF32));
+    reference = engine::quantized_oracle_model(q, o.dtype);
+    device = std::make_unique<engine::DeviceModel>(engine::make_quantized_device_model(q, o.dtype));
+    kv_dtype = o.kv_dtype;
+    if (o.dtype != DType::kF32 || o.kv_dtype != DType::kF32) {
+      tolerance = engine::check_tolerance(o.dtype, o.kv_dtype);
+    }
     bytes = ch05::dense_weight_bytes(c, 4);  // for the weight count
     bytes.linears = q.linear_bytes();
     bytes.rest = q.weight_bytes() - q.linear_bytes();
@@ -127,7 +134,7 @@ SweepRow measure(const ModelData& data, const SweepConfig& config, const DataOpt
   // The KV the decode needs (prompt + steps), not the context the model's file claims.
   const int positions = static_cast<int>(std::min<std::int64_t>(
       c.max_seq_len, std::int64_t(data.prompt.size()) + o.decode_steps));
-  row.decode = measure_decode(*device, data.prompt, o.decode_steps, positions,
+  row.decode = measure_decode(*device, data.prompt, o.decode_steps, positions, kv_dtype,
                               o.check ? &reference : nullptr, tolerance);
   return row;
 }

@@ -22,6 +22,10 @@ struct DataOptions {
   int calib_docs = 20;     ///< documents 80..80+calib_docs-1 calibrate GPTQ and AWQ
   int decode_steps = 16;   ///< greedy tokens generated through the kernels per row
   bool check = false;      ///< run the oracle alongside the kernels' decode
+  /// \brief The quantized rows' activations and non-quantized weights on the device (`--dtype`:
+  /// fp16/bf16 make the kernels true W8A16/W4A16); the dense rows keep their own type.
+  DType dtype = DType::kF32;
+  DType kv_dtype = DType::kF32;  ///< the quantized rows' KV cache (`--kv-dtype`)
   std::uint64_t seed = 42;  ///< seeds the random token sequences used without the text sample
 };
 

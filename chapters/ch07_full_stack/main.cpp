@@ -36,6 +36,7 @@ namespace {
 struct Args {
   std::string model = default_model_spec();
   std::string dtype = "fp16";
+  std::string kv_dtype;  // empty: the activation type
   StackWorkloadOptions workload;
   std::string user_len = "lognormal:12:0.8:2:48";
   std::string output_len = "lognormal:20:0.9:4:128";
@@ -56,8 +57,11 @@ void print_header(const Args& a, const ModelBundle& b, const StackWorkload& w) {
   std::printf("  model    %s (dim %d, %d layers, vocab %d)%s\n", a.model.c_str(), c.dim,
               c.n_layers, c.vocab_size,
               b.format == ModelFormat::kSynthetic ? " — synthetic: random weights" : "");
-  std::printf("  device   %s [%s backend], %s weights, activations and KV\n",
-              engine::device_name().c_str(), engine::kernel_backend(), a.dtype.c_str());
+  const std::string kv = a.kv_dtype.empty() ? a.dtype : a.kv_dtype;
+  std::printf("  device   %s [%s backend], %s\n", engine::device_name().c_str(),
+              engine::kernel_backend(),
+              kv == a.dtype ? (a.dtype + " weights, activations and KV").c_str()
+                            : (a.dtype + " weights and activations, " + kv + " KV").c_str());
   std::printf("  workload %s\n           text: %s\n", w.description.c_str(), w.source.c_str());
   std::printf("  memory   %s for weights + KV (the dense %s weights and %d tokens of KV); "
               "max_model_len %d, block %d, budget %d rows/pass, %d seqs\n",
@@ -84,18 +88,21 @@ int run(Args& a, bool stack) {
   StackSetup& s = a.setup;
   s.bundle = &b;
   s.dtype = dtype;
+  s.kv_dtype = a.kv_dtype.empty() ? dtype : parse_dtype(a.kv_dtype);
   s.max_model_len = std::min(s.max_model_len, b.model.config.max_seq_len);
   s.device = cli::cost_device(a.cost_device);
   const StackWorkload w = make_stack_workload(a.workload, b);
   s.calibration = calibration_for(b, w);
   WeightsCache weights(b.model, dtype, s.calibration);
   s.memory_bytes = weights.get("none").weight_bytes +
-                   std::int64_t(a.kv_tokens) * b.model.config.kv_bytes_per_token(dtype_bytes(dtype));
+                   std::int64_t(a.kv_tokens) * b.model.config.kv_bytes_per_token(dtype_bytes(s.kv_dtype));
   print_header(a, b, w);
   nlohmann::json report = make_report("ch07_full_stack", engine::kernel_backend(), device_line);
   report["model"] = a.model;
   report["workload"] = w.description;
-  report["cost_model"] = cli::cost_model_json(*s.device, roofline::Precision::dense(dtype_bytes(dtype)));
+  roofline::Precision precision = roofline::Precision::dense(dtype_bytes(dtype));
+  precision.kv_bytes = dtype_bytes(s.kv_dtype);
+  report["cost_model"] = cli::cost_model_json(*s.device, precision);
   std::vector<StackRun> runs;
   if (stack) {
     for (const StackConfig& c : stacked_rows(a.table)) {
@@ -140,6 +147,8 @@ int main(int argc, char** argv) {
   app.add_option("--model,-m", a.model, "model file, directory or synthetic:<name>")->capture_default_str();
   app.add_option("--dtype", a.dtype, "storage type of weights, activations and KV")
       ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--kv-dtype", a.kv_dtype, "storage type of the KV cache (default: --dtype)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--num-requests,-n", a.workload.num_requests, "requests")->capture_default_str()
       ->check(CLI::Range(1, 4096));
   app.add_option("--rate", a.workload.rate, "Poisson arrivals per second of modeled time (0 = all at t = 0)")

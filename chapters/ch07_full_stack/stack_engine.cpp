@@ -135,9 +135,10 @@ StackRun run_stack(const StackSetup& setup, const StackConfig& config, WeightsCa
     draft_options->num_kv_blocks = setup.max_num_seqs * setup.max_model_len / 4 / setup.block_size;
     draft_bytes = draft->weight_bytes() +
                   std::int64_t(draft_options->num_kv_blocks) * setup.block_size *
-                      draft->config().kv_bytes_per_token(dtype_bytes(setup.dtype));
+                      draft->config().kv_bytes_per_token(dtype_bytes(setup.kv_dtype));
+    draft_options->kv_dtype = setup.kv_dtype;
   }
-  const std::int64_t per_token = mc.kv_bytes_per_token(dtype_bytes(setup.dtype));
+  const std::int64_t per_token = mc.kv_bytes_per_token(dtype_bytes(setup.kv_dtype));
   r.kv_tokens = int(std::max<std::int64_t>(0, setup.memory_bytes - w.weight_bytes - draft_bytes) /
                     per_token);
   if (r.kv_tokens < setup.max_model_len) {
@@ -151,8 +152,8 @@ StackRun run_stack(const StackSetup& setup, const StackConfig& config, WeightsCa
   r.max_concurrency = config.paged ? setup.max_num_seqs : std::min(setup.max_num_seqs, blocks);
 
   engine::SimulatedClock clock;
-  const roofline::Precision precision =
-      precision_of(engine::parse_weights_spec(config.quant), setup.dtype);
+  roofline::Precision precision = precision_of(engine::parse_weights_spec(config.quant), setup.dtype);
+  precision.kv_bytes = dtype_bytes(setup.kv_dtype);
   const double cpu_start = harness::process_cpu_seconds();
   const double wall_start = harness::wall_seconds();
   if (!config.continuous) {
@@ -163,6 +164,7 @@ StackRun run_stack(const StackSetup& setup, const StackConfig& config, WeightsCa
     sc.block_size = block;
     sc.enable_prefix_caching = config.paged && config.prefix_caching;
     engine::ModelExecutorOptions o = engine::executor_options_for(sc, setup.max_num_batched_tokens);
+    o.kv_dtype = setup.kv_dtype;
     engine::ModelExecutor executor(*w.device, o);
     ModeledClockExecutor modeled(executor, clock, mc, precision, *setup.device, r);
     r.run = engine::run_static(requests, sc, modeled, clock);
@@ -176,13 +178,16 @@ StackRun run_stack(const StackSetup& setup, const StackConfig& config, WeightsCa
     sc.enable_prefix_caching = config.paged && config.prefix_caching;
     sc.num_host_blocks = setup.num_host_blocks / (config.paged ? 1 : block / setup.block_size);
     sc.preemption_mode = sc.num_host_blocks > 0 ? config.preemption : engine::PreemptionMode::kRecompute;
-    engine::ModelExecutor executor(*w.device, engine::executor_options_for(sc, config.gamma));
+    engine::ModelExecutorOptions o = engine::executor_options_for(sc, config.gamma);
+    o.kv_dtype = setup.kv_dtype;
+    engine::ModelExecutor executor(*w.device, o);
     ModeledClockExecutor modeled(executor, clock, mc, precision, *setup.device, r);
     std::unique_ptr<engine::Drafter> drafter;
     if (config.spec == "ngram") {
       drafter = std::make_unique<engine::NgramDrafter>();
     } else if (draft) {
-      const roofline::Precision draft_precision = roofline::Precision::dense(dtype_bytes(setup.dtype));
+      roofline::Precision draft_precision = roofline::Precision::dense(dtype_bytes(setup.dtype));
+      draft_precision.kv_bytes = dtype_bytes(setup.kv_dtype);
       draft_options->on_pass = [&](const engine::ForwardBatch& b) {  // the draft's passes cost time too
         roofline::PassShape shape;
         for (const engine::SequenceChunk& c : b.chunks) shape.chunks.push_back({c.start_pos, c.num_tokens, true});

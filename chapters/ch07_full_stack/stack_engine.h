@@ -47,7 +47,8 @@ struct StackConfig {
 /// \brief What every run of a program shares.
 struct StackSetup {
   const ModelBundle* bundle = nullptr;  ///< the model (fp32 host weights) and tokenizer
-  DType dtype = DType::kF16;            ///< weights (but quantized linears), activations, KV
+  DType dtype = DType::kF16;            ///< weights (but quantized linears) and activations
+  DType kv_dtype = DType::kF16;         ///< the KV cache (`--kv-dtype`; default: `dtype`)
   int max_model_len = 256;              ///< tokens per request (prompt + output)
   int max_num_seqs = 32;                ///< running requests (paged)
   int max_num_batched_tokens = 256;     ///< rows per pass

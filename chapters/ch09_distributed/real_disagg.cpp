@@ -48,7 +48,9 @@ RealRunResult run_real_disaggregated(const engine::DeviceModel& model, dist::Com
   config.prefill = role(o, o.prefill_blocks);
   config.decode = role(o, o.decode_blocks);
   config.validate(comm.size());
-  engine::ModelExecutor executor(model, engine::executor_options_for(config.role(comm.rank())));
+  engine::ModelExecutorOptions options = engine::executor_options_for(config.role(comm.rank()));
+  options.kv_dtype = o.kv_dtype;
+  engine::ModelExecutor executor(model, options);
   engine::SimulatedClock clock;  // the counts are the point here; times would be the simulator's
   engine::DisaggStats stats;
   const engine::ServingRun run =
@@ -56,12 +58,16 @@ RealRunResult run_real_disaggregated(const engine::DeviceModel& model, dist::Com
 
   RealRunResult r;
   r.is_decode_rank = comm.rank() == config.decode_rank;
+  r.dtype = dtype_name(model.dtype());
+  r.kv_dtype = dtype_name(o.kv_dtype);
   r.num_requests = static_cast<int>(workload.size());
   if (r.is_decode_rank) {
     // The same requests through one colocated engine (chunked prefill, a pool for all).
     engine::SchedulerConfig c = role(o, o.prefill_blocks + o.decode_blocks);
     c.max_num_batched_tokens = 16;
-    engine::ModelExecutor colocated_executor(model, engine::executor_options_for(c));
+    engine::ModelExecutorOptions colocated_options = engine::executor_options_for(c);
+    colocated_options.kv_dtype = o.kv_dtype;
+    engine::ModelExecutor colocated_executor(model, colocated_options);
     engine::SimulatedClock colocated_clock;
     const engine::ServingRun colocated =
         engine::run_continuous(workload, c, colocated_executor, colocated_clock);

@@ -26,6 +26,9 @@ struct RealRunOptions {
   int prefill_blocks = 32;  ///< each prefill instance's pool
   int decode_blocks = 20;   ///< the decode instance's pool (a few requests at a time)
   std::uint64_t seed = 5;   ///< keys the workload
+  /// \brief Weights and activations (`--dtype`). Both sides of each comparison run in it.
+  DType dtype = DType::kF32;
+  DType kv_dtype = DType::kF32;  ///< the KV caches (`--kv-dtype`), and what a hand-off moves
 };
 
 /// \brief The real runs' workload: `o.num_requests` requests arriving together, long-tailed
@@ -38,6 +41,8 @@ struct RealRunResult {
   bool is_decode_rank = false;  ///< this rank printed and compared
   int num_requests = 0;         ///< requests of the workload
   int tokens_equal = 0;         ///< decode rank: requests whose tokens equal the colocated run's
+  std::string dtype = "fp32";     ///< weights and activations of both runs
+  std::string kv_dtype = "fp32";  ///< their KV caches (what a hand-off moves)
   long long handoffs = 0;       ///< requests handed off (sent = received, checked)
   long long blocks = 0;         ///< KV blocks moved
   long long bytes = 0;          ///< KV bytes moved

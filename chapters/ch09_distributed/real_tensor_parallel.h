@@ -25,6 +25,12 @@ struct TensorParallelRunResult {
   bool is_rank0 = false;         ///< this rank printed and compared
   int num_requests = 0;          ///< requests of the workload (all greedy)
   int tokens_equal = 0;          ///< rank 0: requests whose tokens equal the one-device engine's
+  /// \brief Whether equal tokens are required: fp32 activations (the sums differ only in their
+  /// order). With fp16/bf16 each rank rounds its partial sum before the all-reduce, where the
+  /// single device rounds the whole sum once, so a near-tie may pick another token: reported.
+  bool exact = true;
+  std::string dtype = "fp32";    ///< activations (and weights)
+  std::string kv_dtype = "fp32"; ///< KV cache
   std::vector<int> first_tokens;  ///< rank 0: request 0's generated tokens
   long long passes = 0;          ///< forward passes (rank 0 ran, the others followed)
   engine::TensorParallelGroup::Counters counters;  ///< this rank's collectives and plans

@@ -25,6 +25,13 @@ nanoserve_smoke_test(ch05.check_tiny LABELS ${CH05_LABELS}
           ${CH05_MEMORY_RECORDS}
   COMMAND ${CH05} --model synthetic:tiny --formats int4-g32-asym --act-order
           --eval-docs 1 --kl-docs 1 --calib-docs 1 --decode-steps 2 --check)
+# True W4A16 (issue 21): bf16 activations, embedding, norms and classifier with an fp16 KV cache
+# under the quantized rows, checked against the oracle on the same rounded weights.
+nanoserve_smoke_test(ch05.check_tiny_bf16 LABELS ${CH05_LABELS}
+  EXPECT "kernels of the quantized rows: bf16 activations.*fp16 KV cache"
+         "same \\(dequantized\\) weights: OK"
+  COMMAND ${CH05} --model synthetic:tiny --methods rtn,gptq --formats int4-g32 --eval-docs 1
+          --kl-docs 1 --calib-docs 1 --decode-steps 4 --check --dtype bf16 --kv-dtype fp16)
 # The memory calculator. Llama-2-7B at INT4 g128 by hand: linears 32 x (4 x 8,650,752 +
 # 3 x 23,248,896) = 3,339,190,272 B = 3.11 GiB; + fp16 embedding, classifier and norms
 # 524,820,480 B = 3.60 GiB in all; fp16 is 2 x 6,738,415,616 B, 3.49x more; 4 + 16/128 bits/w.

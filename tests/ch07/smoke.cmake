@@ -22,6 +22,11 @@ nanoserve_smoke_test(ch07.every_technique LABELS ${CH07_LABELS}
   EXPECT "parallel samples: n = 2" "by swapping"
   COMMAND ${CH07} ${CH07_TINY} --kv-tokens 4096 --samples 2 --preemption swap --host-blocks 16
           --spec layers-2 --gamma 2 --quant int8-rtn --temperature 0.8)
+# A KV cache of its own type (issue 21): bf16 weights and activations over an fp32 cache, the
+# draft model's cache too.
+nanoserve_smoke_test(ch07.kv_dtype LABELS ${CH07_LABELS}
+  EXPECT "bf16 weights and activations, fp32 KV" "speculation: [0-9]+ of [0-9]+ drafts accepted"
+  COMMAND ${CH07} ${CH07_TINY} --kv-tokens 4096 --dtype bf16 --kv-dtype fp32 --spec layers-2 --gamma 2)
 # What scripts/tour.sh runs, compared with the tutorial's expected output.
 nanoserve_expected_output_test(ch07_full_stack)
 # Bad input: one clear error and a non-zero exit.
