@@ -89,7 +89,7 @@ TEST(Ch05GgufDeviceModelBf16, DecodeMatchesTheOracleWithTheRestRoundedToBf16) {
 
 TEST(Ch05GgufDeviceLinear, StacksBlocksOfOneTypeAndRefusesMixedOnes) {
   NANOSERVE_REQUIRE_DEVICE();
-  // [GgufDeviceLinear]
+  //! [GgufDeviceLinear]
   // Two Q8_0 weights (3 rows of 64 columns, 4 rows of 64) uploaded as stored, then stacked.
   std::vector<float> a(3 * 64), b(4 * 64);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(int(i % 7) - 3) * 0.25f;
@@ -102,7 +102,7 @@ TEST(Ch05GgufDeviceLinear, StacksBlocksOfOneTypeAndRefusesMixedOnes) {
   const std::unique_ptr<DeviceLinear> ab = wa.stacked_with({&wb});
   ASSERT_NE(ab, nullptr);
   EXPECT_EQ(ab->out_features(), 7);
-  // [GgufDeviceLinear]
+  //! [GgufDeviceLinear]
   std::vector<float> x(64, 1.0f), y(7, 0.0f);
   DeviceBuffer<float> dx(x), dy(y);
   ab->apply(dx.get(), dy.get(), 1, nullptr, Epilogue::kStore);  // one row: the GEMV
