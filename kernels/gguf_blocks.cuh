@@ -1,11 +1,11 @@
 #pragma once
 /// \file
-/// \brief The device decoders of the GGUF block formats Q8_0, Q4_0 and Q4_K
-/// (kernels/gguf_linear.h) and the argument checks of their launchers. The GEMV (kernels/gguf_gemv.cu) and the
-/// dequantize kernel (kernels/gguf_dequantize.cu) both decode through the same three format
-/// policies, so the dequantize test's bitwise equality with the host decoders
-/// (common/loaders/gguf_quant_blocks.h, ggml's `dequantize_row_*`) covers the GEMV's weights
-/// too.
+/// \brief The device decoders of the GGUF block formats Q8_0, Q4_0, Q4_K and Q6_K
+/// (kernels/gguf_linear.h) and the argument checks of their launchers. The GEMV
+/// (kernels/gguf_gemv.cu) and the dequantize kernel (kernels/gguf_dequantize.cu) both decode
+/// through the same four format policies, so the dequantize test's bitwise equality with the
+/// host decoders (common/loaders/gguf_quant_blocks.h, gguf_more_blocks.h: ggml's
+/// `dequantize_row_*`) covers the GEMV's weights too.
 ///
 /// A format cuts a row of blocks into **chunks**, the unit one lane loads and decodes, and a
 /// chunk into **pieces** of 8 consecutive columns (one 16-byte load of 16-bit x, two of fp32):
@@ -16,6 +16,9 @@
 ///   Q4_K  chunk = ¼ super-block (quarter k):            8 pieces: low nibbles of qs bytes
 ///         header (d, dmin, scales: 16 B) + qs[32k ..    8p .. (sub-block 2k, cols 8p ..), then
 ///         32k+31] = sub-blocks 2k and 2k+1                        high nibbles (2k+1, cols 32 + ..)
+///   Q6_K  chunk = ¼ super-block (half h, t):            8 pieces: 4 groups of 16 columns
+///         16-byte runs of ql (2), qh (1) + 4 scales     128h + 16t + 32g .., 2 pieces each
+///         + d                                           (Q6_KFormat)
 /// ```
 /// Neighbouring chunks of a row are neighbouring bytes, so when the lanes of a warp take
 /// neighbouring chunks each load instruction of the warp reads one contiguous stretch: 8 Q8_0
@@ -27,10 +30,11 @@
 /// Each decoded weight is the exact fp32 value the host decoder computes: `d · q` (Q8_0) and
 /// `d · (q − 8)` (Q4_0) are exact products; Q4_K's `d1 = d · sc`, `m1 = dmin · m` are exact
 /// (11 × 6 significant bits) and so is `d1 · q` (17 × 4), so `d1 · q − m1` rounds once whether
-/// or not the compiler fuses it into an FMA.
+/// or not the compiler fuses it into an FMA; Q6_K's `(d · sc) · (q − 32)` is exact too (18 × 5
+/// bits: Q6_KFormat).
 ///
-/// Blocks are read with 2-byte loads (Q8_0 and Q4_0 blocks are 34 and 18 bytes long, so only
-/// 2-byte aligned) and with 16-byte loads for Q4_K (144 = 9 · 16).
+/// Blocks are read with 2-byte loads (Q8_0, Q4_0 and Q6_K blocks are 34, 18 and 210 bytes
+/// long, so only 2-byte aligned) and with 16-byte loads for Q4_K (144 = 9 · 16).
 
 #include <cstddef>
 #include <cstdint>
@@ -45,14 +49,18 @@
 
 namespace nanoserve {
 
-/// \brief "Q8_0", "Q4_0" or "Q4_K".
+/// \brief "Q8_0", "Q4_0", "Q4_K" or "Q6_K".
 inline const char* gguf_block_type_name(GgufBlockType type) {
-  return type == GgufBlockType::kQ8_0 ? "Q8_0" : type == GgufBlockType::kQ4_0 ? "Q4_0" : "Q4_K";
+  return type == GgufBlockType::kQ8_0   ? "Q8_0"
+         : type == GgufBlockType::kQ4_0 ? "Q4_0"
+         : type == GgufBlockType::kQ4_K ? "Q4_K"
+                                        : "Q6_K";
 }
 
 /// \brief The alignment the kernels need of `GgufWeightView::blocks`: 16 bytes for Q4_K
-/// (16-byte loads), 2 for Q8_0 / Q4_0 (the fp16 scale). Every device allocation and GGUF's
-/// 32-byte tensor alignment satisfy both; rows stay aligned because a row is whole blocks.
+/// (16-byte loads), 2 for Q8_0 / Q4_0 / Q6_K (2-byte loads: their blocks are 34, 18 and 210
+/// bytes). Every device allocation and GGUF's 32-byte tensor alignment satisfy both; rows stay
+/// aligned because a row is whole blocks.
 inline std::size_t gguf_blocks_alignment(GgufBlockType type) {
   return type == GgufBlockType::kQ4_K ? 16 : 2;
 }
@@ -65,8 +73,9 @@ inline void check_gguf_view(const char* op, const GgufWeightView& w, bool reads)
     throw std::invalid_argument(std::string(op) + ": " + what);
   };
   if (w.type != GgufBlockType::kQ8_0 && w.type != GgufBlockType::kQ4_0 &&
-      w.type != GgufBlockType::kQ4_K) {
-    fail("type = " + std::to_string(static_cast<int>(w.type)) + " is not Q8_0, Q4_0 or Q4_K");
+      w.type != GgufBlockType::kQ4_K && w.type != GgufBlockType::kQ6_K) {
+    fail("type = " + std::to_string(static_cast<int>(w.type)) +
+         " is not Q8_0, Q4_0, Q4_K or Q6_K");
   }
   if (w.rows < 0) fail("rows = " + std::to_string(w.rows) + " must be >= 0");
   if (w.cols < 0) fail("cols = " + std::to_string(w.cols) + " must be >= 0");
@@ -306,6 +315,109 @@ struct Q4_KFormat {
   }
 };
 
+/// \brief Q6_K: 256 elements in 210 bytes, `ql[128] | qh[64] | int8 scales[16] | fp16 d`, two
+/// halves of 128 (ql[64], qh[32], scales[8] each). In a half, byte l (< 32) of qh and bytes l,
+/// l + 32 of ql hold elements l, l + 32, l + 64, l + 96 (ggml's dequantize_row_q6_K):
+/// ```
+///   element   l            l + 32        l + 64        l + 96
+///   low 4     ql[l] & 15   ql[l+32] & 15 ql[l] >> 4    ql[l+32] >> 4
+///   high 2    qh[l] bits 0-1   2-3           4-5           6-7
+///   scale     sc[l/16]     sc[2 + l/16]  sc[4 + l/16]  sc[6 + l/16]
+/// ```
+/// x = d · sc · (q − 32). A chunk is quarter c mod 4 of a super-block: half h = (c >> 1) & 1,
+/// l in 16t .. 16t + 15 (t = c & 1), i.e. the 16-byte runs ql[64h + 16t ..], ql[64h + 32 + 16t
+/// ..], qh[32h + 16t ..], scales sc[8h + t + 2g] (g = 0..3) and d: 64 elements in four groups
+/// of 16 columns (128h + 16t + 32g ..), each group one scale, two pieces. 4 lanes per
+/// super-block, like Q4_K, so a 4096-wide row (16 super-blocks) keeps all 32 lanes busy.
+///
+/// Loads: 210 = 2 · 105, so every other super-block starts 2 bytes off a 4-byte boundary and
+/// everything is read with 2-byte loads (load_u32_2aligned). The lanes of a super-block read its
+/// d and scale bytes at the same addresses; the 16-byte runs are read by 8 loads each, and the
+/// lines they touch are reused from L1 by the following loads (a v02 could read aligned words
+/// and funnel-shift them: for a GPU run to justify).
+///
+/// Numerics: the host decoder computes `(d · sc) · (q − 32)` and so does piece(), in that
+/// order. Both products are exact in fp32, so no rounding (and no contraction, as there is no
+/// addition) can tell the orders apart: d is an fp16 (an 11-bit significand; its subnormals are
+/// normal fp32), |sc| <= 128 — 7 bits, or 128, a power of two — so d · sc has at most 18
+/// significant bits; |q − 32| <= 32 — 5 bits (<= 31) or 32, a power of two — so the product
+/// has at most 18 + 5 = 23 <= 24 bits. The dequantize test checks it bitwise.
+struct Q6_KFormat {
+  static constexpr int kChunkValues = 64;  ///< weights per chunk (a quarter super-block)
+  static constexpr int kPieces = 8;        ///< pieces per chunk
+  static constexpr int kUnroll = 2;        ///< chunks in flight per lane (2 · 58 bytes)
+  /// \brief A quarter super-block in registers.
+  struct Raw {
+    unsigned lo[4];  ///< ql[64h + 16t .. +15]: low nibbles of groups 0, high of group 2
+    unsigned hi[4];  ///< ql[64h + 32 + 16t .. +15]: low nibbles of group 1, high of group 3
+    unsigned qh[4];  ///< qh[32h + 16t .. +15]: bits 2g, 2g + 1 for group g
+    unsigned sc[2];  ///< scales[8h .. 8h + 7]
+    unsigned d;      ///< fp16 bits of d
+  };
+  /// \brief The four groups' d · sc.
+  struct Params {
+    float s[4];  ///< d · sc[8h + t + 2g] for group g
+  };
+  /// \brief First column of `chunk` in its row.
+  __device__ __forceinline__ static int chunk_col(int chunk) {
+    return (chunk >> 2) * 256 + ((chunk >> 1) & 1) * 128 + (chunk & 1) * 16;
+  }
+  /// \brief First column of piece `piece` relative to chunk_col: group p / 2 is 32 columns on,
+  /// its second piece 8 more.
+  __device__ __forceinline__ static int piece_col(int piece) {
+    return (piece >> 1) * 32 + (piece & 1) * kPiece;
+  }
+  /// \brief 16 bytes at a 2-byte aligned address, as four words.
+  __device__ __forceinline__ static void load16_2aligned(const std::uint8_t* p,
+                                                          unsigned (&v)[4]) {
+    NS_UNROLL
+    for (int k = 0; k < 4; ++k) v[k] = load_u32_2aligned(p + 4 * k);
+  }
+  /// \brief Loads quarter `chunk & 3` of super-block `chunk >> 2` of the row at `row`.
+  __device__ __forceinline__ static Raw load(const std::uint8_t* row, int chunk) {
+    const std::uint8_t* b = row + static_cast<std::int64_t>(chunk >> 2) * 210;
+    const int h = (chunk >> 1) & 1;
+    const int t = chunk & 1;
+    Raw r;
+    load16_2aligned(b + 64 * h + 16 * t, r.lo);
+    load16_2aligned(b + 64 * h + 32 + 16 * t, r.hi);
+    load16_2aligned(b + 128 + 32 * h + 16 * t, r.qh);
+    r.sc[0] = load_u32_2aligned(b + 192 + 8 * h);
+    r.sc[1] = load_u32_2aligned(b + 196 + 8 * h);
+    r.d = load_u16(b + 208);
+    return r;
+  }
+  /// \brief d · sc of the four groups of quarter `chunk & 3`.
+  __device__ __forceinline__ static Params params(const Raw& r, int chunk) {
+    const float d = half_bits(r.d);
+    const int t = chunk & 1;
+    Params p;
+    NS_UNROLL
+    for (int g = 0; g < 4; ++g) {
+      const int n = t + 2 * g;  // scales[8h + n]
+      const int sc = static_cast<signed char>((r.sc[n >> 2] >> (8 * (n & 3))) & 0xffu);
+      p.s[g] = d * static_cast<float>(sc);  // exact (see the struct comment)
+    }
+    return p;
+  }
+  /// \brief The weights of piece `piece`: group g = piece / 2, bytes 8 (piece & 1) .. + 7 of
+  /// the chunk's runs.
+  __device__ __forceinline__ static void piece(const Raw& r, const Params& p, int piece,
+                                               float (&w)[kPiece]) {
+    const int g = piece >> 1;
+    const unsigned* ql = (g & 1) ? r.hi : r.lo;
+    const int low_shift = g >= 2 ? 4 : 0;
+    NS_UNROLL
+    for (int j = 0; j < kPiece; ++j) {
+      const int n = 8 * (piece & 1) + j;  // byte of the runs
+      const unsigned low = (ql[n >> 2] >> (8 * (n & 3) + low_shift)) & 0xFu;
+      const unsigned high = (r.qh[n >> 2] >> (8 * (n & 3) + 2 * g)) & 3u;
+      const int q = static_cast<int>(low | (high << 4)) - 32;
+      w[j] = p.s[g] * static_cast<float>(q);  // (d · sc) · (q − 32), the host's order; exact
+    }
+  }
+};
+
 /// \brief Calls `f(Format{})` with the format policy of `type`.
 template <typename F>
 void dispatch_format(GgufBlockType type, F&& f) {
@@ -313,6 +425,7 @@ void dispatch_format(GgufBlockType type, F&& f) {
     case GgufBlockType::kQ8_0: f(Q8_0Format{}); break;
     case GgufBlockType::kQ4_0: f(Q4_0Format{}); break;
     case GgufBlockType::kQ4_K: f(Q4_KFormat{}); break;
+    case GgufBlockType::kQ6_K: f(Q6_KFormat{}); break;
   }
 }
 

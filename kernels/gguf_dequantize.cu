@@ -1,13 +1,13 @@
 // GGUF blocks -> dense (rows, cols) matrix in T, the first half of the prefill path of
 // launch_gguf_linear (kernels/gguf_linear.h; llama.cpp's dequantize-then-cuBLAS).
 //
-// One version (v01): one thread per chunk (a quarter Q8_0 block, half a Q4_0 block, a quarter
-// Q4_K super-block: kernels/gguf_blocks.cuh), decoded by the same format policies as the GEMV,
-// so each value is the fp32 of ggml's dequantize_row_* (the tests check it bitwise), rounded
-// once to T. Neighbouring threads read neighbouring chunks and write their values in pieces of
-// 8 consecutive columns. The kernel is bound by writing the matrix (16 or 32 bits
-// per weight against the 4.5–8.5 bits read); it runs once per prefill chunk per layer, whose
-// GEMM then reuses each weight for every row.
+// One version (v01): one thread per chunk (a quarter Q8_0 block, half a Q4_0 block, a quarter Q4_K
+// or Q6_K super-block: kernels/gguf_blocks.cuh), decoded by the same format policies as the GEMV,
+// so each value is the fp32 of ggml's dequantize_row_* (the tests check it bitwise), rounded once
+// to T. Neighbouring threads read neighbouring chunks and write their values in pieces of 8
+// consecutive columns. The kernel is bound by writing the matrix (16 or 32 bits per weight against
+// the 4.5–8.5 bits read); it runs once per prefill chunk per layer, whose GEMM then reuses each
+// weight for every row.
 //
 // Tests: tests/kernels/test_gguf_linear.cpp (GgufDequantize).
 #include <cstdint>

@@ -1,4 +1,4 @@
-// GGUF GEMV for decode: y_b = W x_b with W in Q8_0, Q4_0 or Q4_K blocks, decoded in registers
+// GGUF GEMV for decode: y_b = W x_b with W in Q8_0, Q4_0, Q4_K or Q6_K blocks, decoded in registers
 // (llama.cpp's "MMV" idea: the weights never exist dequantized in memory). See
 // kernels/gguf_linear.h for the API and the numerics, kernels/gguf_blocks.cuh for the decoders.
 //
@@ -8,8 +8,9 @@
 //     sums gate row j, then up row j + rows/2, and stores silu(gate) · up;
 //   - lane l takes chunks l, l + 32, … of the row, `kUnroll` chunks' loads issued before the
 //     first is decoded. A chunk is a quarter block (Q8_0: 8 weights), half a block (Q4_0: 16)
-//     or a quarter super-block (Q4_K: 64 = sub-blocks 2k and 2k + 1, 4 lanes per super-block),
-//     so a 4096-wide row has 512, 256 or 64 chunks: all 32 lanes busy in every format;
+//     or a quarter super-block (Q4_K: 64 = sub-blocks 2k and 2k + 1; Q6_K: 64 = four runs of
+//     16 columns; 4 lanes per super-block), so a 4096-wide row has 512, 256 or 64 chunks: all
+//     32 lanes busy in every format;
 //   - neighbouring lanes read neighbouring chunks: each load instruction of a warp reads one
 //     contiguous stretch of the row (gguf_blocks.cuh), and every byte fetched is used;
 //   - up to kGgufGemvMaxBatch (8) input vectors accumulate in registers (tiers 1 and 8: two

@@ -1,23 +1,24 @@
 #pragma once
 /// \file
 /// \brief Linear layers whose weights stay in llama.cpp's GGUF block formats on the device —
-/// Q8_0, Q4_0 and Q4_K, byte for byte as the file stores them (layouts:
-/// common/loaders/gguf_quant_blocks.h) — so a Q4_K or Q4_0 linear occupies 4.5 bits per weight of
-/// device memory instead of bf16's 16, and decode streams that many bytes per token.
+/// Q8_0, Q4_0, Q4_K and Q6_K, byte for byte as the file stores them (layouts:
+/// common/loaders/gguf_quant_blocks.h, gguf_more_blocks.h) — so a Q4_K or Q4_0 linear occupies
+/// 4.5 bits per weight of device memory instead of bf16's 16 (Q6_K 6.5625, Q8_0 8.5), and decode
+/// streams that many bytes per token.
 ///
 /// Two paths, as llama.cpp's CUDA backend has them:
 ///  - **GEMV** (decode, up to `kGgufLinearGemvMaxRows` input rows, `kGgufGemvMaxBatch` per pass): the blocks are decoded in
 ///    registers as they are read and multiplied with the activations in fp32 (llama.cpp's
 ///    "MMV" idea: the weights never exist dequantized in memory). One warp per output row, the
 ///    lanes over consecutive blocks of the row, a `__shfl_xor_sync` reduction. Each weight is
-///    the exact fp32 value of ggml's `dequantize_row_*` (`d·q`, `d·(q − 8)`, `d·sc·q − dmin·m`:
-///    each product exact in fp32), so the kernel multiplies the same numbers as the CPU oracle
-///    run on the decoded model; only the order of the additions differs.
+///    the exact fp32 value of ggml's `dequantize_row_*` (`d·q`, `d·(q − 8)`, `d·sc·q − dmin·m`,
+///    `d·sc·(q − 32)`: each product exact in fp32), so the kernel multiplies the same numbers as
+///    the CPU oracle run on the decoded model; only the order of the additions differs.
 ///  - **Dequantize + GEMM** (prefill, more rows): the blocks are decoded into a scratch matrix
 ///    in the activation type A, then the dense `launch_linear` (tensor cores for fp16/bf16)
 ///    runs on it — llama.cpp's dequantize-then-cuBLAS path. The weights are then rounded once to
-///    A (exact for fp32; fp16/bf16 round Q4_K's 21-bit values), which is the one numerical
-///    difference between the two paths.
+///    A (exact for fp32; fp16/bf16 round Q4_K's 21-bit and Q6_K's up to 23-bit values), which
+///    is the one numerical difference between the two paths.
 ///
 /// Not llama.cpp's MMVQ, which also quantizes the activations to 8 bits and uses integer dot
 /// products (dp4a): here activations stay in A and every product is fp32, which keeps the
@@ -37,22 +38,26 @@ enum class GgufBlockType {
   kQ8_0,  ///< 32 elements in 34 bytes: fp16 d | int8 q[32]
   kQ4_0,  ///< 32 elements in 18 bytes: fp16 d | 16 bytes of nibbles (j and j + 16 share a byte)
   kQ4_K,  ///< 256 elements in 144 bytes: fp16 d | fp16 dmin | 12 bytes of 6-bit scales/mins | 128 bytes of nibbles
+  kQ6_K,  ///< 256 elements in 210 bytes: ql[128] | qh[64] | int8 scales[16] | fp16 d
 };
 
 /// \brief Elements per block of `type` (32 or 256).
 __host__ __device__ inline int gguf_block_elements(GgufBlockType type) {
-  return type == GgufBlockType::kQ4_K ? 256 : 32;
+  return type == GgufBlockType::kQ4_K || type == GgufBlockType::kQ6_K ? 256 : 32;
 }
 
-/// \brief Bytes per block of `type` (34, 18 or 144).
+/// \brief Bytes per block of `type` (34, 18, 144 or 210).
 __host__ __device__ inline int gguf_block_bytes(GgufBlockType type) {
-  return type == GgufBlockType::kQ8_0 ? 34 : type == GgufBlockType::kQ4_0 ? 18 : 144;
+  return type == GgufBlockType::kQ8_0   ? 34
+         : type == GgufBlockType::kQ4_0 ? 18
+         : type == GgufBlockType::kQ4_K ? 144
+                                        : 210;
 }
 
 /// \brief A device view of a GGUF-quantized weight W (rows, cols): the row's blocks back to
 /// back, rows back to back (GGUF's layout: dims [cols, rows], innermost first). Non-owning,
 /// trivially copyable. `cols` must be a multiple of the block's element count (the GGUF parser
-/// guarantees it for files), and `blocks` aligned to 16 bytes for Q4_K, 2 for Q8_0 / Q4_0
+/// guarantees it for files), and `blocks` aligned to 16 bytes for Q4_K, 2 for Q8_0 / Q4_0 / Q6_K
 /// (every device allocation is, and so is a tensor at GGUF's 32-byte data alignment).
 struct GgufWeightView {
   const std::uint8_t* blocks = nullptr;      ///< rows × row_bytes() bytes

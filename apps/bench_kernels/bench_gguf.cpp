@@ -1,10 +1,10 @@
 // GGUF weights kept packed on the device (kernels/gguf_linear.h), next to the quantized GEMV of
-// chapter 5 (bench_qgemv.cpp): the GEMV that decodes Q8_0 / Q4_0 / Q4_K blocks in registers at
-// Llama's 4096x4096 projection, batch 1 — decode streams W once, so time should follow the
-// bytes per weight: 8.5 bits (Q8_0: 34 bytes per 32), 4.5 (Q4_0: 18 per 32; Q4_K: 144 per 256)
-// against fp16's 16 in `bench_kernels --kernel gemv`. Also the 8-row GEMV pass and the
-// dequantize kernel of the prefill path (W decoded to fp16 once per prefill chunk).
-// Bytes: the blocks once, plus x and y (fp32; dequantize: the fp16 matrix written).
+// chapter 5 (bench_qgemv.cpp): the GEMV that decodes Q8_0 / Q4_0 / Q4_K / Q6_K blocks in registers
+// at Llama's 4096x4096 projection, batch 1 — decode streams W once, so time should follow the bytes
+// per weight: 8.5 bits (Q8_0: 34 bytes per 32), 4.5 (Q4_0: 18 per 32; Q4_K: 144 per 256), 6.5625
+// (Q6_K: 210 per 256) against fp16's 16 in `bench_kernels --kernel gemv`. Also the 8-row GEMV pass
+// and the dequantize kernel of the prefill path (W decoded to fp16 once per prefill chunk). Bytes:
+// the blocks once, plus x and y (fp32; dequantize: the fp16 matrix written).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -21,11 +21,14 @@ namespace nanoserve::bench {
 namespace {
 
 std::string type_name(GgufBlockType type) {
-  return type == GgufBlockType::kQ8_0 ? "q8_0" : type == GgufBlockType::kQ4_0 ? "q4_0" : "q4_k";
+  return type == GgufBlockType::kQ8_0   ? "q8_0"
+         : type == GgufBlockType::kQ4_0 ? "q4_0"
+         : type == GgufBlockType::kQ4_K ? "q4_k"
+                                        : "q6_k";
 }
 
 // rows x cols blocks of `type`: hashed bytes (timing does not depend on them) with finite
-// fp16 scales (d, and Q4_K's dmin) of about 0.01.
+// fp16 scales (d, and Q4_K's dmin; Q6_K's d is its last two bytes) of about 0.01.
 std::vector<std::uint8_t> blocks_for(GgufBlockType type, int rows, int cols) {
   const std::size_t block_bytes = std::size_t(gguf_block_bytes(type));
   const std::size_t count = std::size_t(rows) * std::size_t(cols / gguf_block_elements(type));
@@ -35,6 +38,10 @@ std::vector<std::uint8_t> blocks_for(GgufBlockType type, int rows, int cols) {
   }
   for (std::size_t b = 0; b < count; ++b) {
     const __half d = from_float<__half>(0.01f + 0.001f * float(b % 7));
+    if (type == GgufBlockType::kQ6_K) {
+      std::memcpy(&out[b * block_bytes + block_bytes - 2], &d, 2);
+      continue;
+    }
     std::memcpy(&out[b * block_bytes], &d, 2);
     if (type == GgufBlockType::kQ4_K) std::memcpy(&out[b * block_bytes + 2], &d, 2);
   }
@@ -82,7 +89,8 @@ BenchCase gguf_case(GgufBlockType type, int rows, int cols, int batch, bool dequ
 std::vector<BenchCase> gguf_cases(const SuiteOptions& options) {
   const int n = options.quick ? 256 : 4096;
   std::vector<BenchCase> cases;
-  for (GgufBlockType type : {GgufBlockType::kQ8_0, GgufBlockType::kQ4_0, GgufBlockType::kQ4_K}) {
+  for (GgufBlockType type : {GgufBlockType::kQ8_0, GgufBlockType::kQ4_0, GgufBlockType::kQ4_K,
+                             GgufBlockType::kQ6_K}) {
     cases.push_back(gguf_case(type, n, n, 1, false));
   }
   cases.push_back(gguf_case(GgufBlockType::kQ4_K, n, n, kGgufGemvMaxBatch, false));

@@ -40,6 +40,8 @@ inline constexpr uint32_t kGgmlTypeQ5_0 = 6;
 inline constexpr uint32_t kGgmlTypeQ8_0 = 8;
 /// \brief ggml type id of Q4_K super-blocks.
 inline constexpr uint32_t kGgmlTypeQ4_K = 12;
+/// \brief ggml type id of Q6_K super-blocks (gguf_more_blocks.h).
+inline constexpr uint32_t kGgmlTypeQ6_K = 14;
 /// \brief ggml type id of bf16 tensors.
 inline constexpr uint32_t kGgmlTypeBF16 = 30;
 

@@ -1,11 +1,12 @@
 // GGUF files quantized by llama.cpp itself (tests/data/gguf_llama_cpp/: a 1-layer Llama with
 // 256-wide rows, quantized by `llama_model_quantize`) on the device with their Q8_0 / Q4_0 /
-// Q4_K linears kept packed: the kernels' logits match the CPU oracle run on the decoded file, in
-// a many-row prefill (dequantize + GEMM) and in one-row decode steps (the GEMV decoding blocks
-// in registers); the packed layers are what the model's device bytes say; Q4_K_M's other types
-// (Q6_K) are decoded on upload.
+// Q4_K / Q6_K linears kept packed: the kernels' logits match the CPU oracle run on the decoded
+// file, in a many-row prefill (dequantize + GEMM) and in one-row decode steps (the GEMV
+// decoding blocks in registers); the packed layers are what the model's device bytes say;
+// Q4_K_M's mix keeps both its Q4_K and its Q6_K layers (attn_v, ffn_down) packed.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -36,12 +37,24 @@ TEST_P(Ch05GgufDeviceModel, PackedLinearsMatchTheOracleOnTheDecodedFile) {
   const DeviceModel packed = make_gguf_device_model(reader, DType::kF32);
   const DeviceModel dense = make_gguf_device_model(reader, DType::kF32, /*keep_packed=*/false);
   const std::string type = GetParam();
-  const std::string want = type == "Q4_K_M" ? "gguf-q4_k" : "gguf-" + std::string(type == "Q8_0" ? "q8_0" : "q4_0");
-  int packed_layers = 0;
-  for (int l = 0; l < c.n_layers; ++l) {
-    for (const DeviceLinear* lin : packed.layer(l).linears()) packed_layers += lin->format() == want;
+  // The formats its layers must be kept in: Q4_K_M mixes Q4_K with Q6_K (attn_v, ffn_down).
+  std::vector<std::string> want;
+  if (type == "Q4_K_M") {
+    want = {"gguf-q4_k", "gguf-q6_k"};
+  } else {
+    std::string lower = type;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    want = {"gguf-" + lower};
   }
-  EXPECT_GE(packed_layers, 2) << "no " << want << " layer was kept packed";
+  for (const std::string& format : want) {
+    int packed_layers = 0;
+    for (int l = 0; l < c.n_layers; ++l) {
+      for (const DeviceLinear* lin : packed.layer(l).linears()) {
+        packed_layers += lin->format() == format;
+      }
+    }
+    EXPECT_GE(packed_layers, 2) << "fewer than two " << format << " layers were kept packed";
+  }
   EXPECT_LT(packed.weight_bytes(), dense.weight_bytes());
 
   const Model reference = gguf_oracle_model(reader, DType::kF32);
@@ -67,7 +80,7 @@ TEST_P(Ch05GgufDeviceModel, PackedLinearsMatchTheOracleOnTheDecodedFile) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaCppFiles, Ch05GgufDeviceModel,
-                         ::testing::Values("Q8_0", "Q4_0", "Q4_K_M"));
+                         ::testing::Values("Q8_0", "Q4_0", "Q6_K", "Q4_K_M"));
 
 // bf16 activations and storage for everything that is not packed: the GEMV path multiplies the
 // exact block values with bf16 activations; compared as every bf16 forward is.

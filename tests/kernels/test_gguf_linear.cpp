@@ -1,11 +1,11 @@
 // GGUF weights kept packed on the device (kernels/gguf_linear.h): the dequantize kernel gives
 // bitwise the fp32 values of the loaders' decoders (ggml's dequantize_row_*), rounded once to
 // fp16/bf16; the GEMV and launch_gguf_linear (GEMV up to kGgufLinearGemvMaxRows rows, dequantize +
-// launch_linear beyond) match oracle::matmul on those decoded weights for every block type,
-// every (activation, output) pair and every epilogue, at awkward sizes (rows 1, 3, 17, 64;
-// cols 32, 96, 256, 512 — Q4_K only whole 256-element super-blocks) and batches 0, 1, 3, 8, 9,
-// 17 (9 and 17: a second GEMV pass, or the GEMM path). Blocks are random (any bytes are a
-// valid block): tests/kernels/gguf_test_support.h. Argument checks: test_gguf_linear_args.cpp.
+// launch_linear beyond) match oracle::matmul on those decoded weights for every block type, every
+// (activation, output) pair and every epilogue, at awkward sizes (rows 1, 3, 17, 64; cols 32, 96,
+// 256, 512 — Q4_K and Q6_K only whole 256-element super-blocks) and batches 0, 1, 3, 8, 9, 17 (9
+// and 17: a second GEMV pass, or the GEMM path). Blocks are random (any bytes are a valid block):
+// tests/kernels/gguf_test_support.h. Argument checks: test_gguf_linear_args.cpp.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -27,7 +27,7 @@ namespace {
 
 using testing::GgufWeight;
 
-// (rows, cols) of the sweeps; Q4_K takes only the widths that are whole super-blocks.
+// (rows, cols) of the sweeps; Q4_K and Q6_K take only the widths that are whole super-blocks.
 std::vector<std::pair<int, int>> shapes_for(GgufBlockType type) {
   std::vector<std::pair<int, int>> out;
   for (int cols : {32, 96, 256, 512}) {

@@ -75,6 +75,21 @@ TEST_F(GgufLinearArgs, RejectsABadView) {
   expect_rejected(gemv(v), "launch_gguf_gemv", "blocks is not 2-byte aligned");
 }
 
+TEST_F(GgufLinearArgs, RejectsABadQ6_KView) {
+  const testing::GgufWeight w(GgufBlockType::kQ6_K, 2, 256, 14);
+  DeviceBuffer<float> x(256), y(2), out(2 * 256);
+  GgufWeightView v = w.view();
+  v.cols = 128;
+  expect_rejected([&] { launch_gguf_gemv<float>(v, x.get(), y.get(), 1, nullptr); },
+                  "launch_gguf_gemv", "cols = 128 is not a multiple of Q6_K's 256-element blocks");
+  expect_rejected([&] { launch_gguf_dequantize<float>(v, out.get(), nullptr); },
+                  "launch_gguf_dequantize", "cols = 128 is not a multiple of Q6_K's");
+  v = w.view();
+  v.blocks += 1;  // 210-byte blocks are read with 2-byte loads: an odd address is refused
+  expect_rejected([&] { launch_gguf_gemv<float>(v, x.get(), y.get(), 1, nullptr); },
+                  "launch_gguf_gemv", "blocks is not 2-byte aligned (Q6_K)");
+}
+
 TEST_F(GgufLinearArgs, RejectsNullOrMisalignedActivations) {
   ValidArgs a;
   expect_rejected([&] { launch_gguf_gemv<float>(a.view(), nullptr, a.y.get(), 2, nullptr); },

@@ -13,6 +13,7 @@ std::optional<GgufBlockType> gguf_packed_type(std::uint32_t ggml_type) {
     case kGgmlTypeQ8_0: return GgufBlockType::kQ8_0;
     case kGgmlTypeQ4_0: return GgufBlockType::kQ4_0;
     case kGgmlTypeQ4_K: return GgufBlockType::kQ4_K;
+    case kGgmlTypeQ6_K: return GgufBlockType::kQ6_K;
     default: return std::nullopt;
   }
 }
@@ -56,6 +57,7 @@ std::string GgufDeviceLinear::format() const {
     case GgufBlockType::kQ8_0: return "gguf-q8_0";
     case GgufBlockType::kQ4_0: return "gguf-q4_0";
     case GgufBlockType::kQ4_K: return "gguf-q4_k";
+    case GgufBlockType::kQ6_K: return "gguf-q6_k";
   }
   return "gguf";
 }

@@ -1,19 +1,22 @@
 #pragma once
 /// \file
 /// \brief A GGUF checkpoint on the device with its quantized linears still in llama.cpp's block
-/// formats: Q8_0, Q4_0 and Q4_K tensors are uploaded byte for byte and run through the GGUF
-/// kernels (kernels/gguf_linear.h); every other tensor — embedding, norms, classifier, and
-/// linears of the other types (Q6_K, Q5_K, … of a Q4_K_M file) — is decoded range by range and
-/// rounded to the storage type, as for any checkpoint.
+/// formats: Q8_0, Q4_0, Q4_K and Q6_K linears of the blocks are uploaded byte for byte and run
+/// through the GGUF kernels (kernels/gguf_linear.h); every other tensor — embedding, norms, the
+/// classifier (DeviceModel keeps it dense, whatever its type), and linears of the other types
+/// (Q5_K, Q3_K, … of a Q5_K_M or Q3_K_M file) — is decoded range by range and rounded to the
+/// storage type, as for any checkpoint.
 ///
-///     blk.N.attn_q.weight  Q4_K  ──upload as stored──►  GgufDeviceLinear  (4.5 bits per weight)
-///     blk.N.ffn_down.weight Q6_K ──decode, round────►  DenseLinear in --dtype
-///     token_embd.weight    Q4_K  ──decode, round────►  DeviceTensor in --dtype (a lookup table)
+///     blk.N.attn_q.weight   Q4_K ──upload as stored──►  GgufDeviceLinear  (4.5 bits per weight)
+///     blk.N.ffn_down.weight Q6_K ──upload as stored──►  GgufDeviceLinear  (6.5625 bits)
+///     output.weight         Q6_K ──decode, round────►  DenseLinear in --dtype (the classifier)
+///     token_embd.weight     Q4_K ──decode, round────►  DeviceTensor in --dtype (a lookup table)
 ///
-/// So a Llama-3.1-8B Q4_K_M file needs ~7.5 GB of device memory instead of 16 GB (modeled from
-/// the shapes: Q4_K layers 3.4 GB packed; its Q6_K layers, embedding and classifier 4.1 GB in
-/// bf16), and decode reads that much per token. The host never holds the model: the file is mapped, and each
-/// tensor is uploaded from the mapping (`GgufCheckpointReader`).
+/// So a Llama-3.1-8B Q4_K_M file needs ~6.3 GB of device memory in bf16 instead of 16 GB (modeled
+/// from the shapes: Q4_K layers 3.36 GB and the 16 layers' Q6_K ffn_down and attn_v 0.83 GB packed;
+/// embedding and classifier 1.05 GB each in bf16; 7.5 GB while Q6_K was decoded to bf16), and
+/// decode reads all but the embedding per token. The host never holds the model: the file is
+/// mapped, and each tensor is uploaded from the mapping (`GgufCheckpointReader`).
 
 #include <cstdint>
 #include <memory>
@@ -31,7 +34,7 @@ namespace nanoserve::engine {
 /// upload instead.
 std::optional<GgufBlockType> gguf_packed_type(std::uint32_t ggml_type);
 
-/// \brief A GGUF Q8_0 / Q4_0 / Q4_K weight (rows, cols) on the device as the file stores it,
+/// \brief A GGUF Q8_0 / Q4_0 / Q4_K / Q6_K weight (rows, cols) on the device as the file stores it,
 /// applied with `launch_gguf_linear`: the GEMV decoding blocks in registers for up to
 /// `kGgufLinearGemvMaxRows` rows, else dequantize into a scratch matrix shared by the model's GGUF
 /// layers (they run one after another on one stream) and the dense GEMM.
@@ -59,7 +62,7 @@ class GgufDeviceLinear final : public DeviceLinear {
   std::vector<const DeviceTensor*> tensors() const override { return {}; }
   /// \brief Bytes of the blocks on the device.
   std::int64_t own_bytes() const override { return static_cast<std::int64_t>(blocks_.bytes()); }
-  /// \brief "gguf-q8_0", "gguf-q4_0" or "gguf-q4_k".
+  /// \brief "gguf-q8_0", "gguf-q4_0", "gguf-q4_k" or "gguf-q6_k".
   std::string format() const override;
   /// \brief One layer over the rows stacked (blocks end to end) when every part below is a
   /// GgufDeviceLinear of the same type and columns; else null.
