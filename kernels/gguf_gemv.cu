@@ -143,9 +143,7 @@ void launch_gguf_gemv(const GgufWeightView& w, const nondeduced_t<A>* x, nondedu
                                        Epilogue);
 NANOSERVE_GGUF_GEMV_INSTANTIATE(float, float)
 NANOSERVE_GGUF_GEMV_INSTANTIATE(__half, __half)
-NANOSERVE_GGUF_GEMV_INSTANTIATE(__half, float)
 NANOSERVE_GGUF_GEMV_INSTANTIATE(__nv_bfloat16, __nv_bfloat16)
-NANOSERVE_GGUF_GEMV_INSTANTIATE(__nv_bfloat16, float)
 #undef NANOSERVE_GGUF_GEMV_INSTANTIATE
 
 }  // namespace nanoserve

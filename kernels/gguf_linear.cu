@@ -38,9 +38,7 @@ void launch_gguf_linear(const GgufWeightView& w, const nondeduced_t<A>* x, nonde
                                          std::size_t, cudaStream_t, Epilogue);
 NANOSERVE_GGUF_LINEAR_INSTANTIATE(float, float)
 NANOSERVE_GGUF_LINEAR_INSTANTIATE(__half, __half)
-NANOSERVE_GGUF_LINEAR_INSTANTIATE(__half, float)
 NANOSERVE_GGUF_LINEAR_INSTANTIATE(__nv_bfloat16, __nv_bfloat16)
-NANOSERVE_GGUF_LINEAR_INSTANTIATE(__nv_bfloat16, float)
 #undef NANOSERVE_GGUF_LINEAR_INSTANTIATE
 
 }  // namespace nanoserve

@@ -82,7 +82,9 @@ inline constexpr int kGgufGemvMaxBatch = 8;
 /// x / y not aligned to their element size, or an odd row count under kSwiGLU. (A 16-byte
 /// aligned x is read in 16-byte loads, any other x element by element.)
 /// \tparam A activation type of X: float, __half or __nv_bfloat16
-/// \tparam O type of Y: A or float
+/// \tparam O type of Y: A (instantiated for (float, float), (__half, __half) and
+///           (__nv_bfloat16, __nv_bfloat16) only — fp32 logits from half activations come from
+///           the classifier, which is always dense: fewer instantiations, less compile time)
 /// \param w        the packed weight
 /// \param x        (batch, cols) device inputs
 /// \param y        (batch, out) device outputs, out = rows (rows / 2 under kSwiGLU)

@@ -133,6 +133,10 @@ TEST(Ch05GgufDeviceLinear, StacksBlocksOfOneTypeAndRefusesMixedOnes) {
   const std::vector<std::uint8_t> q4 = encode_q4_0(b);
   const GgufDeviceLinear w4(GgufBlockType::kQ4_0, 4, 64, q4.data(), nullptr);
   EXPECT_EQ(wa.stacked_with({&w4}), nullptr);
+  // A GGUF linear writes its activation type; fp32 logits come from the (dense) classifier.
+  EXPECT_THROW(ab->apply(dx.get(), DType::kBF16, dy.get(), DType::kF32, 1, nullptr,
+                         Epilogue::kStore),
+               InvalidArgument);
   EXPECT_THROW(GgufDeviceLinear(GgufBlockType::kQ4_K, 1, 64, qa.data(), nullptr), InvalidArgument);
   // More rows than the GEMV takes and no scratch for the GEMM path: a clear error.
   const int many = kGgufLinearGemvMaxRows + 1;

@@ -132,10 +132,11 @@ struct ActOut {
   using Out = O;  ///< type of Y
 };
 
-/// \brief The five pairs the launchers are instantiated for.
+/// \brief The three pairs the launchers are instantiated for (a GGUF linear writes its
+/// activation type: the classifier, the one fp32-output linear, is always dense).
 using GgufActOutTypes =
-    ::testing::Types<ActOut<float, float>, ActOut<__half, __half>, ActOut<__half, float>,
-                     ActOut<__nv_bfloat16, __nv_bfloat16>, ActOut<__nv_bfloat16, float>>;
+    ::testing::Types<ActOut<float, float>, ActOut<__half, __half>,
+                     ActOut<__nv_bfloat16, __nv_bfloat16>>;
 
 /// \brief Names an ActOut typed test "fp16_fp32" etc.
 struct ActOutNames {

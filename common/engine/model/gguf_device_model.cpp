@@ -42,9 +42,14 @@ GgufDeviceLinear::GgufDeviceLinear(GgufBlockType type, int rows, int cols,
 
 void GgufDeviceLinear::apply(const void* x, DType x_type, void* y, DType y_type, int rows,
                              cudaStream_t stream, Epilogue epilogue) const {
-  dispatch_linear_io(x_type, y_type, [&](auto a, auto o) {
+  if (y_type != x_type) {  // the kernels are built for O = A only (kernels/gguf_linear.h)
+    throw InvalidArgument(std::string("GgufDeviceLinear: writes its activation type (") +
+                          dtype_name(x_type) + "), not " + dtype_name(y_type) +
+                          " (fp32 logits come from the classifier, which stays dense)");
+  }
+  dispatch_linear_io(x_type, y_type, [&](auto a, auto) {
     using A = decltype(a);
-    using O = decltype(o);
+    using O = A;
     A* scratch = scratch_ ? reinterpret_cast<A*>(scratch_->get()) : nullptr;
     const std::size_t scratch_elements = scratch_ ? scratch_->size() / sizeof(A) : 0;
     launch_gguf_linear<A, O>(view_, static_cast<const A*>(x), static_cast<O*>(y), rows, scratch,
