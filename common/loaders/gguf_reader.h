@@ -9,7 +9,7 @@
 ///  - `read(field, layer, offset, count)`: a range of whole rows decoded to fp32 (any type with
 ///    a decoder), for tensors that become fp16/bf16/fp32 device tensors;
 ///  - `stored(field, layer)`: the tensor's stored bytes as they are, for the block formats that
-///    stay packed on the device (Q8_0, Q4_0, Q4_K: engine/model/gguf_device_model.h).
+///    stay packed on the device (Q8_0, Q4_0, Q4_K, Q6_K: engine/model/gguf_device_model.h).
 /// Either way the pages read are released from this process afterwards (`madvise`; they stay
 /// in the page cache), so resident memory holds one range, not the file.
 
